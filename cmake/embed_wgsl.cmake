@@ -1,0 +1,12 @@
+# Writes OUT: a C++ table of every kernels/*.wgsl as (role name, source text).
+file(GLOB files ${KERNEL_DIR}/*.wgsl)
+list(SORT files)
+set(body "// generated from kernels/*.wgsl by cmake/embed_wgsl.cmake — do not edit\n#include \"gpu/kernel_source.h\"\nnamespace ztvm {\nconst std::vector<KernelSource>& embedded_kernels() {\n  static const std::vector<KernelSource> k = {\n")
+foreach(f ${files})
+  get_filename_component(name ${f} NAME_WE)
+  file(READ ${f} text)
+  string(APPEND body "    {\"${name}\", R\"ZTVM_WGSL(${text})ZTVM_WGSL\"},\n")
+endforeach()
+string(APPEND body "  };\n  return k;\n}\n}  // namespace ztvm\n")
+file(WRITE ${OUT}.tmp "${body}")
+configure_file(${OUT}.tmp ${OUT} COPYONLY)

@@ -1,0 +1,22 @@
+// x[t, :] = token_embd[ids[t], :] dequantized. One workgroup per token.
+//!include common
+//!include WEIGHT
+
+override COLS: u32;  // hidden size
+
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(1) var<storage, read> ids: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<uniform> step: Step;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let t = flat_group(wid, nwg);
+  if (t >= step.n_tokens) { return; }
+  let rb = ids[t] * w_row_bytes();
+  for (var u = lid; u < (COLS + 31u) / 32u; u += 64u) {
+    let v = w_unit(rb, u);
+    for (var i = 0u; i < min(32u, COLS - u * 32u); i++) { x[t * COLS + u * 32u + i] = v[i]; }
+  }
+}

@@ -1,0 +1,11 @@
+// BF16 weights: the top 16 bits of an f32.
+//!include weight_bytes
+fn w_row_bytes() -> u32 { return COLS * 2u; }
+fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
+  var v: array<f32, 32>;
+  for (var i = 0u; i < 32u; i++) {
+    let e = u * 32u + i;
+    if (e < COLS) { v[i] = bitcast<f32>(w_u16(row_byte + e * 2u) << 16u); }
+  }
+  return v;
+}

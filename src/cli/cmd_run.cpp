@@ -1,0 +1,73 @@
+// ztvm run: one-shot generation. Only the generated text goes to stdout, streamed as produced;
+// load and speed figures go to stderr.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/engine_setup.h"
+#include "text/tokenizer.h"
+
+namespace ztvm::cli {
+
+static int run_run(int argc, char** argv) {
+  CLI::App app{"Generate text from a prompt", argv[0]};
+  EngineOptions eo;
+  eo.add_to(app);
+  std::string prompt, prompt_file;
+  uint32_t n = 128;
+  float temp = 0;
+  bool ignore_eos = false, quiet = false;
+  app.add_option("-p,--prompt", prompt, "prompt text");
+  app.add_option("-f,--file", prompt_file, "read the prompt from a file");
+  app.add_option("-n,--n-predict", n, "tokens to generate")->check(CLI::Range(0u, 1u << 20));
+  app.add_option("--temp", temp, "sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0));
+  app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-sequence tokens");
+  app.add_flag("-q,--quiet", quiet, "no timings on stderr");
+  CLI11_PARSE(app, argc, argv);
+  if (temp != 0) throw std::runtime_error("only greedy decoding (--temp 0) is implemented so far");
+  if (!prompt_file.empty()) {
+    std::ifstream f(prompt_file, std::ios::binary);
+    if (!f) throw std::runtime_error("cannot read prompt file " + prompt_file);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    prompt = ss.str();
+  }
+
+  Engine e = load_engine(eo, quiet);
+  auto tok = Tokenizer::from_model_path(eo.model);
+  std::vector<int32_t> ids = tok->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
+  if (ids.empty()) throw std::runtime_error("the prompt tokenized to nothing and the model adds no BOS token");
+  const std::vector<int32_t> eog = tok->eog_ids();
+  uint32_t room = e.forward->max_context() - (uint32_t)ids.size();
+  if (ids.size() >= e.forward->max_context())
+    throw std::runtime_error("prompt of " + std::to_string(ids.size()) + " tokens does not fit the context of " +
+                             std::to_string(e.forward->max_context()) + " (use --ctx)");
+  if (n > room) {
+    if (!quiet) std::fprintf(stderr, "ztvm: generating %u tokens, not %u: the context ends there\n", room, n);
+    n = room;
+  }
+  StreamDecoder dec(*tok);
+  GenerateStats st = e.generator->generate(ids, n, [&](int32_t id) {
+    if (!ignore_eos && std::find(eog.begin(), eog.end(), id) != eog.end()) return false;
+    std::string piece = dec.push(id);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  std::string rest = dec.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fputc('\n', stdout);
+  if (!quiet) {
+    double decode_tps = st.n_generated > 1 ? (st.n_generated - 1) / (st.decode_ms / 1e3) : 0;
+    double total_tps = st.n_generated / ((st.ttft_ms + st.decode_ms) / 1e3);
+    std::fprintf(stderr, "ztvm: prompt %u tokens, TTFT %.1f ms; generated %u tokens, decode %.1f tok/s, total %.1f tok/s\n",
+                 st.n_prompt, st.ttft_ms, st.n_generated, decode_tps, total_tps);
+  }
+  return 0;
+}
+
+static Command reg("run", "generate text from a prompt (-m MODEL -p TEXT -n N)", run_run);
+
+}  // namespace ztvm::cli

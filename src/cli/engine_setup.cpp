@@ -1,0 +1,34 @@
+#include "cli/engine_setup.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace ztvm::cli {
+
+void EngineOptions::add_to(CLI::App& app, bool model_required) {
+  auto* m = app.add_option("-m,--model", model, "model: a .gguf file or a Hugging Face directory");
+  if (model_required) m->required();
+  app.add_option("-c,--ctx", ctx, "context size in tokens (default: the model's, at most 4096)");
+  app.add_option("--gpu", gpu, "adapter: auto (discrete GPU if present), discrete, cpu")
+      ->check(CLI::IsMember({"auto", "discrete", "cpu"}));
+  app.add_option("--chunk", chunk, "prefill chunk size in tokens")->check(CLI::Range(1, 512));
+}
+
+Engine load_engine(const EngineOptions& o, bool quiet) {
+  auto t0 = std::chrono::steady_clock::now();
+  Engine e;
+  e.model = open_model(o.model);
+  e.device = std::make_unique<gpu::Device>(gpu::Device::Options{o.gpu, false});
+  uint32_t ctx = o.ctx ? o.ctx : std::min<uint32_t>(e.model->config.max_position_embeddings, 4096);
+  e.forward = std::make_unique<Forward>(*e.device, *e.model, ctx, o.chunk);
+  e.generator = std::make_unique<Generator>(*e.forward);
+  if (!quiet) {
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "ztvm: %s (%s, %u layers) on %s [%s] — ctx %u, loaded in %.2f s\n", o.model.c_str(),
+                 e.model->config.arch_name.c_str(), e.model->config.num_hidden_layers, e.device->info().device.c_str(),
+                 e.device->info().backend.c_str(), ctx, s);
+  }
+  return e;
+}
+
+}  // namespace ztvm::cli

@@ -1,0 +1,32 @@
+// Shared by the commands that run a model: the model/GPU options and the loading sequence.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "engine/forward.h"
+#include "engine/generator.h"
+#include "gpu/device.h"
+#include "model/model_file.h"
+
+namespace ztvm::cli {
+
+struct EngineOptions {
+  std::string model;          // .gguf file or Hugging Face directory
+  uint32_t ctx = 0;           // KV capacity in tokens; 0: the model's training context, at most 4096
+  std::string gpu = "auto";   // auto | discrete | cpu
+  uint32_t chunk = 64;        // prefill chunk (tokens per pass)
+  void add_to(CLI::App& app, bool model_required = true);
+};
+
+struct Engine {
+  std::unique_ptr<ModelFile> model;
+  std::unique_ptr<gpu::Device> device;
+  std::unique_ptr<Forward> forward;
+  std::unique_ptr<Generator> generator;
+};
+
+// Opens the model, the GPU, uploads weights and builds the passes; progress goes to stderr.
+Engine load_engine(const EngineOptions& o, bool quiet = false);
+
+}  // namespace ztvm::cli

@@ -1,0 +1,112 @@
+// The forward pass of every supported architecture (llama, qwen2, qwen3, phi3), one line per dispatch.
+// build() runs once per head mode at load; passes then replay the recorded dispatches (graph.h).
+#include "engine/forward.h"
+
+#include <cmath>
+
+namespace ztvm {
+
+static constexpr uint32_t kPage = 16;    // tokens per KV page
+static constexpr uint32_t kSplit = 256;  // KV positions per attention split
+
+std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
+  const uint32_t half = c.rotary_dim / 2;
+  std::vector<float> t((size_t)max_context * half * 2);
+  for (uint32_t i = 0; i < half; i++) {
+    double inv_freq = std::pow((double)c.rope_theta, -2.0 * i / c.rotary_dim);
+    if (!c.rope_freq_factors.empty()) inv_freq /= c.rope_freq_factors[i];
+    for (uint32_t p = 0; p < max_context; p++) {
+      t[((size_t)p * half + i) * 2 + 0] = (float)std::cos(p * inv_freq);
+      t[((size_t)p * half + i) * 2 + 1] = (float)std::sin(p * inv_freq);
+    }
+  }
+  return t;
+}
+
+Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk)
+    : dev_(dev), kernels_(dev), cfg_(model.config), max_context_(max_context), max_chunk_(max_chunk) {
+  const ModelConfig& c = cfg_;
+  const uint32_t hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads, d = c.hidden_size;
+  const uint64_t T = max_chunk, F = 4;
+  w_ = upload_weights(dev, model);
+  const uint32_t n_pages = (max_context + kPage - 1) / kPage;
+  const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
+  s_.step = dev.buffer("state.step", sizeof(StepParams), gpu::kUniform);
+  s_.step_last = dev.buffer("state.step_last", sizeof(StepParams), gpu::kUniform);
+  s_.ids = dev.buffer("state.ids", T * 4);
+  s_.tokens = dev.buffer("state.tokens", (uint64_t)max_context * 4);
+  s_.x_a = dev.buffer("state.x_a", T * d * F);
+  s_.x_b = dev.buffer("state.x_b", T * d * F);
+  s_.xb = dev.buffer("state.xb", T * d * F);
+  s_.qkv = dev.buffer("state.qkv", T * (nh + 2 * nkv) * hd * F);
+  s_.q = dev.buffer("state.q", T * nh * hd * F);
+  s_.att = dev.buffer("state.att", T * nh * hd * F);
+  s_.part = dev.buffer("state.part", T * nh * max_splits * (hd + 2) * F);
+  s_.proj = dev.buffer("state.proj", T * d * F);
+  s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
+  s_.x_last = dev.buffer("state.x_last", d * F);
+  s_.logits = dev.buffer("state.logits", T * c.vocab_size * F);
+  std::vector<float> rope = rope_table(c, max_context);
+  s_.rope = dev.buffer("state.rope", rope.size() * F);
+  dev.write(s_.rope, rope.data(), rope.size() * F);
+  std::vector<uint32_t> pages(n_pages);
+  for (uint32_t i = 0; i < n_pages; i++) pages[i] = i;
+  s_.pages = dev.buffer("state.pages", n_pages * 4);
+  dev.write(s_.pages, pages.data(), n_pages * 4);
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
+    s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", (uint64_t)n_pages * kPage * nkv * hd * F));
+    s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", (uint64_t)n_pages * kPage * nkv * hd * F));
+  }
+  for (Head h : {Head::None, Head::LastSample, Head::AllLogits}) build(h);
+  dev.wait_idle();
+}
+
+Forward::~Forward() = default;
+
+void Forward::build(Head head) {
+  const ModelConfig& c = cfg_;
+  const Weights& w = *w_;
+  State& s = s_;
+  GraphBuilder g(kernels_, graphs_[(int)head], s.step);
+  const float eps = c.rms_norm_eps;
+  const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
+                                      kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};
+  const uint32_t d = c.hidden_size;
+
+  g.embed(s.x_a, s.ids, w.token_embd);                        // x = token_embd[ids]
+  g.rmsnorm(s.xb, s.x_a, w.layers[0].attn_norm, d, eps);      // xb = rmsnorm(x) * attn_norm
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
+    const LayerWeights& L = w.layers[l];
+    const gpu::Buffer& next_norm = l + 1 < c.num_hidden_layers ? w.layers[l + 1].attn_norm : w.output_norm;
+    g.matmul(s.qkv, s.xb, L.qkv);                             // qkv = [Wq; Wk; Wv] xb
+    g.rope_kv(s.q, s.k_cache[l], s.v_cache[l], s.qkv, L.aux, s.rope, s.pages, shape);  // q, k = rope(qk_norm(q, k)); cache k, v
+    g.attention(s.part, s.q, s.k_cache[l], s.v_cache[l], s.pages, shape);  // softmax(q k^T / sqrt(hd)) v, per split
+    g.attention_combine(s.att, s.part, shape);                // merge the splits
+    g.matmul(s.proj, s.att, L.attn_output);                   // proj = Wo att
+    g.add_rmsnorm(s.xb, s.x_b, s.x_a, s.proj, L.ffn_norm, d, eps);  // x' = x + proj; xb = rmsnorm(x') * ffn_norm
+    g.matmul(s.h, s.xb, L.gate_up);                           // h = silu(Wgate xb) * (Wup xb)
+    g.matmul(s.proj, s.h, L.ffn_down);                        // proj = Wdown h
+    g.add_rmsnorm(s.xb, s.x_a, s.x_b, s.proj, next_norm, d, eps);  // x = x' + proj; xb = rmsnorm(x) * next norm
+  }
+  if (head == Head::AllLogits) {
+    g.matmul(s.logits, s.xb, w.lm_head());                    // logits[t] = W_out xb[t]
+  } else if (head == Head::LastSample) {
+    g.copy_last_row(s.x_last, s.xb, d);                       // the last token only
+    g.use_step(s.step_last);
+    g.matmul(s.logits, s.x_last, w.lm_head());                // logits = W_out xb[last]
+    g.argmax(s.ids, s.tokens, s.logits, c.vocab_size);        // ids[0] = tokens[out_index] = argmax(logits)
+  }
+}
+
+void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index) {
+  if (n_tokens == 0 || n_tokens > max_chunk_) throw std::runtime_error("pass of " + std::to_string(n_tokens) + " tokens (chunk limit " + std::to_string(max_chunk_) + ")");
+  if (pos0 + n_tokens > max_context_)
+    throw std::runtime_error("context full: " + std::to_string(pos0 + n_tokens) + " tokens exceed the context of " + std::to_string(max_context_));
+  StepParams p{pos0, n_tokens, out_index, 0};
+  StepParams last{pos0 + n_tokens - 1, 1, out_index, 0};
+  dev_.write(s_.step, &p, sizeof p);
+  dev_.write(s_.step_last, &last, sizeof last);
+  graphs_[(int)head].encode(rec, pos0, n_tokens);
+}
+
+}  // namespace ztvm

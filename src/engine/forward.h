@@ -1,0 +1,67 @@
+// The model on the GPU: weights, activations, paged KV cache, and the recorded forward passes.
+#pragma once
+#include <memory>
+
+#include "engine/graph.h"
+#include "engine/weights.h"
+#include "gpu/kernels.h"
+#include "model/model_file.h"
+
+namespace ztvm {
+
+enum class Head {
+  None,        // a prefill chunk that is not the last: fill the KV cache only
+  LastSample,  // logits of the last token, argmax into ids[0] and tokens[out_index]
+  AllLogits,   // logits for every token of the pass (ztvm logits, perplexity)
+};
+
+class Forward {
+ public:
+  Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk = 64);
+  ~Forward();
+
+  // Records one pass of n_tokens tokens starting at position pos0 whose ids are already in ids().
+  // Writes the step uniforms (ordered with earlier submits by the queue), then the dispatches.
+  void encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index = 0);
+
+  const ModelConfig& config() const { return cfg_; }
+  uint32_t max_context() const { return max_context_; }
+  uint32_t max_chunk() const { return max_chunk_; }
+  const gpu::Buffer& ids() const { return s_.ids; }        // [max_chunk] u32 token ids of the pass
+  const gpu::Buffer& logits() const { return s_.logits; }  // [max_chunk, vocab] f32
+  const gpu::Buffer& tokens() const { return s_.tokens; }  // [max_context] u32 sampled ids
+  const Weights& weights() const { return *w_; }
+  const Graph& graph(Head h) const { return graphs_[(int)h]; }
+  gpu::Device& device() { return dev_; }
+
+ private:
+  void build(Head head);
+  struct State {
+    gpu::Buffer step, step_last;      // uniforms: StepParams for the pass, and for its last token only
+    gpu::Buffer ids, tokens;          // token ids in, sampled ids out
+    gpu::Buffer x_a, x_b;             // [chunk, hidden] residual stream, ping-pong
+    gpu::Buffer xb;                   // [chunk, hidden] normed input of the next matmul
+    gpu::Buffer qkv;                  // [chunk, (NH + 2 NKV) * HD]
+    gpu::Buffer q, att;               // [chunk, NH * HD] rotated queries; attention output
+    gpu::Buffer part;                 // [chunk, NH, splits, HD + 2] split-K partials
+    gpu::Buffer proj;                 // [chunk, hidden] output of attn_output / ffn_down
+    gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up
+    gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
+    gpu::Buffer logits;               // [chunk, vocab]
+    gpu::Buffer rope;                 // [max_context, rot/2] (cos, sin)
+    gpu::Buffer pages;                // KV page table (identity: one sequence)
+    std::vector<gpu::Buffer> k_cache, v_cache;  // per layer [pages][PAGE][NKV][HD]
+  };
+  gpu::Device& dev_;
+  gpu::Kernels kernels_;
+  ModelConfig cfg_;
+  uint32_t max_context_, max_chunk_;
+  std::unique_ptr<Weights> w_;
+  State s_;
+  Graph graphs_[3];
+};
+
+// (cos, sin) of pos * theta_i for i < rot/2, with Llama-3 style per-frequency divisors when given.
+std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context);
+
+}  // namespace ztvm

@@ -1,0 +1,124 @@
+#include "engine/generator.h"
+
+#include <chrono>
+#include <deque>
+#include <stdexcept>
+
+namespace ztvm {
+
+using Clock = std::chrono::steady_clock;
+static double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+Generator::Generator(Forward& fwd, uint32_t ring) : fwd_(fwd) {
+  for (uint32_t i = 0; i < ring; i++)
+    ring_.push_back(fwd.device().buffer("readback.ring" + std::to_string(i), 4, gpu::kReadback));
+}
+
+void Generator::check_ids(const std::vector<int32_t>& ids) const {
+  for (int32_t id : ids)
+    if (id < 0 || (uint32_t)id >= fwd_.config().vocab_size)
+      throw std::runtime_error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                               std::to_string(fwd_.config().vocab_size - 1) + ")");
+}
+
+std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
+  check_ids(ids);
+  gpu::Device& dev = fwd_.device();
+  const uint32_t vocab = fwd_.config().vocab_size, chunk = fwd_.max_chunk();
+  std::vector<float> out;
+  out.reserve((size_t)ids.size() * vocab);
+  cached_.clear();
+  for (size_t at = 0; at < ids.size(); at += chunk) {
+    uint32_t n = (uint32_t)std::min<size_t>(chunk, ids.size() - at);
+    dev.write(fwd_.ids(), ids.data() + at, n * 4);
+    gpu::Recorder rec(dev, "logits");
+    fwd_.encode(rec, Head::AllLogits, (uint32_t)at, n);
+    rec.submit();
+    std::vector<float> l = dev.read_as<float>(fwd_.logits(), (uint64_t)n * vocab);
+    out.insert(out.end(), l.begin(), l.end());
+    cached_.insert(cached_.end(), ids.begin() + at, ids.begin() + at + n);
+  }
+  dev.check();
+  return out;
+}
+
+GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n_max,
+                                  const std::function<bool(int32_t)>& on_token) {
+  if (prompt.empty()) throw std::runtime_error("empty prompt: at least one token (e.g. BOS) is needed");
+  check_ids(prompt);
+  if (prompt.size() + n_max > fwd_.max_context())
+    throw std::runtime_error("prompt of " + std::to_string(prompt.size()) + " tokens + " + std::to_string(n_max) +
+                             " to generate exceeds the context of " + std::to_string(fwd_.max_context()) + " tokens");
+  gpu::Device& dev = fwd_.device();
+  GenerateStats st;
+  st.n_prompt = (uint32_t)prompt.size();
+  auto t0 = Clock::now();
+
+  // Prefix reuse: keep cached entries that match the prompt; always recompute at least the last token.
+  size_t keep = 0;
+  while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
+  cached_.resize(keep);
+  const uint32_t chunk = fwd_.max_chunk();
+  for (size_t at = keep; at < prompt.size(); at += chunk) {
+    uint32_t n = (uint32_t)std::min<size_t>(chunk, prompt.size() - at);
+    bool last = at + n == prompt.size();
+    dev.write(fwd_.ids(), prompt.data() + at, n * 4);
+    gpu::Recorder rec(dev, "prefill");
+    fwd_.encode(rec, last ? Head::LastSample : Head::None, (uint32_t)at, n, 0);
+    if (last) rec.copy(fwd_.ids(), 0, ring_[0], 0, 4);
+    rec.submit();
+    cached_.insert(cached_.end(), prompt.begin() + at, prompt.begin() + at + n);
+    st.n_prefilled += n;
+  }
+  if (n_max == 0) {
+    dev.wait_idle();
+    return st;
+  }
+
+  // Decode: step i embeds the id step i-1 sampled (ids[0] on the GPU). Up to ring.size() steps are in
+  // flight; the host maps the oldest slot, hands its token out, and stops on request.
+  struct InFlight { uint32_t slot; WGPUFuture map; };
+  std::deque<InFlight> flight;
+  auto map_slot = [&](uint32_t slot) {
+    WGPUBufferMapCallbackInfo mi{};
+    mi.mode = WGPUCallbackMode_WaitAnyOnly;
+    mi.callback = [](uint32_t, WGPUStringView, void*, void*) {};
+    flight.push_back({slot, wgpuBufferMapAsync(ring_[slot].get(), WGPUMapMode_Read, 0, 4, mi)});
+  };
+  map_slot(0);
+  uint32_t issued = 1;
+  bool stop = false;
+  Clock::time_point t_first;
+  while (!flight.empty()) {
+    // Keep the pipeline full before waiting.
+    while (!stop && issued < n_max && flight.size() < ring_.size()) {
+      uint32_t slot = issued % ring_.size();
+      gpu::Recorder rec(dev, "decode");
+      fwd_.encode(rec, Head::LastSample, (uint32_t)(cached_.size() + issued - 1), 1, issued);
+      rec.copy(fwd_.ids(), 0, ring_[slot], 0, 4);
+      rec.submit();
+      map_slot(slot);
+      issued++;
+    }
+    InFlight f = flight.front();
+    flight.pop_front();
+    dev.wait(f.map, "a generated token");
+    dev.check();
+    int32_t tok = *static_cast<const int32_t*>(wgpuBufferGetConstMappedRange(ring_[f.slot].get(), 0, 4));
+    wgpuBufferUnmap(ring_[f.slot].get());
+    if (stop) continue;  // drained: steps issued before the stop was known
+    if (st.n_generated == 0) {
+      t_first = Clock::now();
+      st.ttft_ms = ms_since(t0);
+    }
+    st.n_generated++;
+    if (!on_token(tok) || st.n_generated >= n_max) stop = true;
+  }
+  st.decode_ms = ms_since(t_first);
+  // The cache now holds the prompt and every generated token but the last (it was never fed back).
+  const std::vector<uint32_t> gen = dev.read_as<uint32_t>(fwd_.tokens(), st.n_generated);
+  for (uint32_t i = 0; i + 1 < st.n_generated; i++) cached_.push_back((int32_t)gen[i]);
+  return st;
+}
+
+}  // namespace ztvm

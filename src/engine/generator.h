@@ -1,0 +1,43 @@
+// Runs passes of the forward graph: chunked prefill with prefix reuse, and a decode loop that keeps
+// the next token on the GPU (argmax writes the id the embedding reads) while the host reads sampled
+// ids back through a ring of mapped buffers a few steps behind, instead of waiting on every token.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "engine/forward.h"
+
+namespace ztvm {
+
+struct GenerateStats {
+  uint32_t n_prompt = 0;     // prompt tokens given
+  uint32_t n_prefilled = 0;  // of which actually computed (the rest reused from the KV cache)
+  uint32_t n_generated = 0;
+  double ttft_ms = 0;        // start to first token on the host
+  double decode_ms = 0;      // first token to last token
+};
+
+class Generator {
+ public:
+  explicit Generator(Forward& fwd, uint32_t ring = 4);
+
+  // Greedy generation of up to n_max tokens after `prompt`. on_token returns false to stop early.
+  // KV entries of a previous call that match the prompt's prefix are reused.
+  GenerateStats generate(const std::vector<int32_t>& prompt, uint32_t n_max,
+                         const std::function<bool(int32_t)>& on_token);
+
+  // Logits [ids.size(), vocab] for every position (teacher forcing), from an empty cache.
+  std::vector<float> logits(const std::vector<int32_t>& ids);
+
+  // Ids whose keys/values are in the cache, in order.
+  const std::vector<int32_t>& cached() const { return cached_; }
+  void reset() { cached_.clear(); }
+
+ private:
+  void check_ids(const std::vector<int32_t>& ids) const;
+  Forward& fwd_;
+  std::vector<gpu::Buffer> ring_;
+  std::vector<int32_t> cached_;
+};
+
+}  // namespace ztvm

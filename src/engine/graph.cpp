@@ -1,0 +1,111 @@
+#include "engine/graph.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/model_error.h"
+
+namespace ztvm {
+
+std::string weight_snippet(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return "weight_f32";
+    case GgmlType::F16: return "weight_f16";
+    case GgmlType::BF16: return "weight_bf16";
+    case GgmlType::Q8_0: return "weight_q8_0";
+    case GgmlType::Q4_0: return "weight_q4_0";
+    case GgmlType::Q4_K: return "weight_q4_k";
+    case GgmlType::Q6_K: return "weight_q6_k";
+    default: throw ModelError(std::string("no GPU kernel for weight type ") + type_name(t));
+  }
+}
+
+void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
+  const uint32_t tiles = (n_tokens + 7) / 8;
+  for (const Dispatch& d : ops) {
+    if (!d.pipeline) {
+      rec.copy(*d.src, (uint64_t)(n_tokens - 1) * d.b * 4, *d.dst, 0, (uint64_t)d.b * 4);
+      continue;
+    }
+    uint32_t groups = d.a;
+    switch (d.grid) {
+      case Grid::Fixed: break;
+      case Grid::PerToken: groups = d.a * n_tokens; break;
+      case Grid::MatmulTiles: groups = d.a * tiles; break;
+      case Grid::AttentionSplits: groups = d.a * n_tokens * ((pos0 + n_tokens + d.b - 1) / d.b); break;
+    }
+    rec.dispatch(*d.pipeline, d.group, groups);
+  }
+}
+
+void GraphBuilder::add(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, Grid grid, uint32_t a,
+                       uint32_t bb, uint64_t bytes) {
+  const gpu::Pipeline& p = k_.get(key);
+  std::string label = key.kernel + ":" + b[0].buffer->label();
+  Dispatch d;
+  d.pipeline = &p;
+  d.group = k_.device().bind(p, b, label);
+  d.grid = grid, d.a = a, d.b = bb, d.bytes = bytes;
+  d.role = key.kernel + (key.includes.count("WEIGHT") ? "_" + key.includes.at("WEIGHT").substr(7) : "");
+  g_.ops.push_back(std::move(d));
+}
+
+void GraphBuilder::embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table) {
+  if (table.parts.size() != 1) throw ModelError("token_embd split across buffers is not supported yet");
+  const MatrixPart& p = table.parts[0];
+  add({"embed", {{"WEIGHT", weight_snippet(p.type)}}, {{"COLS", table.cols}}}, {x, ids, p.buf, *step_}, Grid::PerToken, 1);
+}
+
+void GraphBuilder::rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps) {
+  add({"rmsnorm", {}, {{"D", d}, {"EPS", eps}}}, {y, x, w, *step_}, Grid::PerToken, 1);
+}
+
+void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
+                               const gpu::Buffer& w, uint32_t d, float eps) {
+  add({"add_rmsnorm", {}, {{"D", d}, {"EPS", eps}}}, {y, sum, a, b, w, *step_}, Grid::PerToken, 1);
+}
+
+void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride) {
+  for (const MatrixPart& p : w.parts) {
+    std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
+                                       {"Y_STRIDE", y_stride ? y_stride : w.rows}};
+    if (w.gated) c["GATED"] = 1;
+    add({"matmul", {{"WEIGHT", weight_snippet(p.type)}}, c}, {y, x, p.buf, *step_}, Grid::MatmulTiles, p.rows, 0,
+        p.buf.size());
+  }
+}
+
+void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                           const gpu::Buffer& qkv, const gpu::Buffer& aux, const gpu::Buffer& rope,
+                           const gpu::Buffer& pages, const AttnShape& s) {
+  add({"rope_kv", {},
+       {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"ROT", s.rot}, {"PAGE", s.page}, {"NEOX", s.neox},
+        {"QK_NORM", s.qk_norm}, {"HAS_BIAS", s.bias}, {"EPS", s.eps}}},
+      {q, k_cache, v_cache, qkv, aux, rope, pages, *step_}, Grid::PerToken, s.nh + 2 * s.nkv);
+}
+
+void GraphBuilder::attention(const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
+                             const gpu::Buffer& v_cache, const gpu::Buffer& pages, const AttnShape& s) {
+  add({"attention", {},
+       {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SPLIT", s.split},
+        {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
+      {part, q, k_cache, v_cache, pages, *step_}, Grid::AttentionSplits, s.nh, s.split);
+}
+
+void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
+  add({"attention_combine", {}, {{"HD", s.hd}, {"NH", s.nh}, {"SPLIT", s.split}}}, {att, part, *step_},
+      Grid::PerToken, s.nh);
+}
+
+void GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, uint32_t vocab) {
+  add({"argmax", {}, {{"N", vocab}}}, {ids, tokens, logits, *step_}, Grid::Fixed, 1);
+}
+
+void GraphBuilder::copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width) {
+  Dispatch d;
+  d.src = &src, d.dst = &dst, d.b = width;
+  d.role = "copy";
+  g_.ops.push_back(std::move(d));
+}
+
+}  // namespace ztvm

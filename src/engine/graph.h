@@ -1,0 +1,82 @@
+// A recorded forward pass: the list of dispatches (pipeline + prebuilt bind group + how to size the
+// grid) that forward.cpp builds once per mode at load, and that every later pass replays. Replay
+// allocates nothing: per-pass values (position, token count) live in the `step` uniform buffers.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/weights.h"
+#include "gpu/kernels.h"
+
+namespace ztvm {
+
+// Mirrors `Step` in kernels/common.wgsl.
+struct StepParams {
+  uint32_t pos0, n_tokens, out_index, pad;
+};
+
+enum class Grid {
+  Fixed,          // a groups, whatever the pass
+  PerToken,       // a groups per token
+  MatmulTiles,    // a rows x token tiles of 8
+  AttentionSplits,// a heads x token x KV splits of b positions
+};
+
+struct Dispatch {
+  const gpu::Pipeline* pipeline = nullptr;  // null: a copy
+  gpu::BindGroup group;
+  Grid grid = Grid::Fixed;
+  uint32_t a = 1, b = 0;
+  // copy: the last token's row of `src` (b floats per token) to `dst`
+  const gpu::Buffer* src = nullptr;
+  const gpu::Buffer* dst = nullptr;
+  uint64_t bytes = 0;  // weight bytes this dispatch reads (for GB/s)
+  std::string role;    // kernel role, e.g. "matmul_q4_0", for the profiler
+};
+
+class Graph {
+ public:
+  // Replays the dispatches for a pass of n_tokens tokens starting at pos0.
+  void encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const;
+  std::vector<Dispatch> ops;
+};
+
+// Builds dispatches: picks the kernel variant for each weight type and binds buffers once.
+class GraphBuilder {
+ public:
+  GraphBuilder(gpu::Kernels& k, Graph& g, const gpu::Buffer& step) : k_(k), g_(g), step_(&step) {}
+  // Later dispatches read this step buffer (the LM head of one token uses a separate one).
+  void use_step(const gpu::Buffer& step) { step_ = &step; }
+
+  void embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table);
+  void rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps);
+  void add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
+                   const gpu::Buffer& w, uint32_t d, float eps);
+  // y[t, y_offset + r] = W x[t]; gated matrices write silu(gate) * up.
+  void matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride = 0);
+  struct AttnShape {
+    uint32_t hd, nh, nkv, rot, page, split;
+    bool neox, qk_norm, bias;
+    float eps;
+  };
+  void rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache, const gpu::Buffer& qkv,
+               const gpu::Buffer& aux, const gpu::Buffer& rope, const gpu::Buffer& pages, const AttnShape& s);
+  void attention(const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
+                 const gpu::Buffer& v_cache, const gpu::Buffer& pages, const AttnShape& s);
+  void attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s);
+  void argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, uint32_t vocab);
+  void copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width);
+
+ private:
+  void add(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, Grid grid, uint32_t a, uint32_t bb = 0,
+           uint64_t bytes = 0);
+  gpu::Kernels& k_;
+  Graph& g_;
+  const gpu::Buffer* step_;
+};
+
+// The WGSL snippet that reads a weight type ("weight_q4_0", ...); throws for types without a kernel.
+std::string weight_snippet(GgmlType t);
+
+}  // namespace ztvm

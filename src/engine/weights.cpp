@@ -1,0 +1,185 @@
+#include "engine/weights.h"
+
+#include <algorithm>
+
+#include "model/model_error.h"
+
+namespace ztvm {
+
+uint64_t Matrix::bytes() const {
+  uint64_t b = 0;
+  for (auto& p : parts) b += p.buf.size();
+  return b;
+}
+
+uint64_t Weights::bytes_per_token() const {
+  uint64_t b = lm_head().bytes() + (uint64_t)token_embd.cols * 4;  // embedding reads one row
+  for (auto& l : layers) b += l.qkv.bytes() + l.attn_output.bytes() + l.gate_up.bytes() + l.ffn_down.bytes();
+  return b;
+}
+
+namespace {
+
+// Largest buffer one binding may cover; kernels index bytes with u32, so never above 2 GiB.
+uint64_t part_limit(gpu::Device& dev) { return std::min<uint64_t>(dev.max_binding_size(), 1ull << 31); }
+
+struct Uploader {
+  gpu::Device& dev;
+  const std::function<void(uint64_t, uint64_t)>& progress;
+  uint64_t done = 0, total = 0;
+
+  // Writes in slices so Dawn's staging memory stays small.
+  void write(const gpu::Buffer& b, const uint8_t* src, uint64_t size, uint64_t offset) {
+    const uint64_t slice = 64ull << 20;
+    for (uint64_t o = 0; o < size; o += slice) {
+      uint64_t n = std::min(slice, size - o);
+      dev.write(b, src + o, n, offset + o);
+      done += n;
+      if (progress) progress(done, total);
+    }
+  }
+
+  gpu::Buffer vector_f32(const std::string& label, const TensorView& t) {
+    std::vector<float> v(t.elements());
+    dequantize_row(t.type, t.data, v.data(), v.size());
+    gpu::Buffer b = dev.buffer(label, v.size() * 4);
+    dev.write(b, v.data(), v.size() * 4);
+    return b;
+  }
+
+  // Rows of the concatenation of `views` (all with the same column count), split into parts.
+  Matrix matrix(const std::string& label, const std::vector<const TensorView*>& views) {
+    Matrix m;
+    m.cols = (uint32_t)views[0]->cols();
+    const uint64_t limit = part_limit(dev);
+    uint32_t row0 = 0;
+    for (const TensorView* v : views) {
+      if (v->cols() != m.cols) throw ModelError(label + ": " + v->name + " has " + std::to_string(v->cols()) + " columns, expected " + std::to_string(m.cols));
+      uint64_t rb = row_bytes(v->type, v->cols());
+      uint32_t per_part = (uint32_t)std::max<uint64_t>(1, limit / rb);
+      for (uint32_t r = 0; r < v->rows(); r += per_part) {
+        uint32_t n = std::min<uint32_t>(per_part, (uint32_t)v->rows() - r);
+        MatrixPart p;
+        p.type = v->type;
+        p.row0 = row0 + r;
+        p.rows = n;
+        p.buf = dev.buffer(label + (views.size() > 1 || v->rows() > per_part ? "." + std::to_string(m.parts.size()) : ""), n * rb);
+        write(p.buf, v->data + r * rb, n * rb, 0);
+        m.parts.push_back(std::move(p));
+      }
+      row0 += (uint32_t)v->rows();
+    }
+    m.rows = row0;
+    return m;
+  }
+
+  // Several tensors of one type concatenated by rows into one part (QKV), when they fit; else parts.
+  Matrix concat(const std::string& label, const std::vector<const TensorView*>& views) {
+    bool same = std::all_of(views.begin(), views.end(), [&](auto* v) { return v->type == views[0]->type; });
+    uint64_t bytes = 0;
+    for (auto* v : views) bytes += v->nbytes;
+    if (!same || bytes > part_limit(dev)) return matrix(label, views);
+    Matrix m;
+    m.cols = (uint32_t)views[0]->cols();
+    MatrixPart p;
+    p.type = views[0]->type;
+    p.buf = dev.buffer(label, bytes);
+    uint64_t off = 0;
+    for (auto* v : views) {
+      write(p.buf, v->data, v->nbytes, off);
+      off += v->nbytes;
+      p.rows += (uint32_t)v->rows();
+    }
+    m.rows = p.rows;
+    m.parts.push_back(std::move(p));
+    return m;
+  }
+
+  // gate|up for the gated matmul: each part holds gate rows [a, b) then up rows [a, b).
+  Matrix gated(const std::string& label, const TensorView& gate, const TensorView& up) {
+    if (gate.type != up.type)
+      throw ModelError(label + ": ffn_gate is " + type_name(gate.type) + " but ffn_up is " + type_name(up.type) +
+                       " (mixed gate/up types are not supported yet)");
+    Matrix m;
+    m.cols = (uint32_t)gate.cols();
+    m.rows = (uint32_t)gate.rows();
+    m.gated = true;
+    uint64_t rb = row_bytes(gate.type, gate.cols());
+    uint32_t per_part = (uint32_t)std::max<uint64_t>(1, part_limit(dev) / (2 * rb));
+    for (uint32_t r = 0; r < m.rows; r += per_part) {
+      uint32_t n = std::min(per_part, m.rows - r);
+      MatrixPart p;
+      p.type = gate.type;
+      p.row0 = r;
+      p.rows = n;
+      p.buf = dev.buffer(label + (n < m.rows ? "." + std::to_string(m.parts.size()) : ""), 2 * n * rb);
+      write(p.buf, gate.data + r * rb, n * rb, 0);
+      write(p.buf, up.data + r * rb, n * rb, n * rb);
+      m.parts.push_back(std::move(p));
+    }
+    return m;
+  }
+};
+
+}  // namespace
+
+Matrix upload_matrix(gpu::Device& dev, const std::string& label, const std::vector<const TensorView*>& views) {
+  std::function<void(uint64_t, uint64_t)> none;
+  Uploader up{dev, none};
+  return up.concat(label, views);
+}
+
+Matrix upload_gated(gpu::Device& dev, const std::string& label, const TensorView& gate, const TensorView& up_view) {
+  std::function<void(uint64_t, uint64_t)> none;
+  Uploader up{dev, none};
+  return up.gated(label, gate, up_view);
+}
+
+std::unique_ptr<Weights> upload_weights(gpu::Device& dev, const ModelFile& model,
+                                        const std::function<void(uint64_t, uint64_t)>& progress) {
+  const ModelConfig& c = model.config;
+  Uploader up{dev, progress};
+  for (auto& [name, t] : model.tensors) up.total += t.nbytes;
+  auto w = std::make_unique<Weights>();
+  w->token_embd = up.matrix("token_embd", {&model.get("token_embd.weight")});
+  if (const TensorView* out = model.find("output.weight")) {
+    w->output = up.matrix("output", {out});
+  } else {
+    w->output_is_embd = true;
+  }
+  w->output_norm = up.vector_f32("output_norm", model.get("output_norm.weight"));
+  const uint32_t hd = c.head_dim, qkv_rows = (c.num_attention_heads + 2 * c.num_key_value_heads) * hd;
+  for (uint32_t i = 0; i < c.num_hidden_layers; i++) {
+    std::string L = "blk." + std::to_string(i) + ".";
+    std::string label = "L" + std::to_string(i) + ".";
+    LayerWeights lw;
+    lw.attn_norm = up.vector_f32(label + "attn_norm", model.get(L + "attn_norm.weight"));
+    lw.ffn_norm = up.vector_f32(label + "ffn_norm", model.get(L + "ffn_norm.weight"));
+    lw.qkv = up.concat(label + "attn_qkv", {&model.get(L + "attn_q.weight"), &model.get(L + "attn_k.weight"),
+                                            &model.get(L + "attn_v.weight")});
+    lw.attn_output = up.matrix(label + "attn_output", {&model.get(L + "attn_output.weight")});
+    lw.gate_up = up.gated(label + "ffn_gate_up", model.get(L + "ffn_gate.weight"), model.get(L + "ffn_up.weight"));
+    lw.ffn_down = up.matrix(label + "ffn_down", {&model.get(L + "ffn_down.weight")});
+    // aux: [q_norm | k_norm | bias]; RMSNorm weights of 1 and zero bias when the model has none.
+    std::vector<float> aux(2 * hd + qkv_rows, 0.f);
+    std::fill(aux.begin(), aux.begin() + 2 * hd, 1.f);
+    auto put = [&](const std::string& name, size_t at, size_t n) {
+      const TensorView* t = model.find(name);
+      if (!t) return;
+      if (t->elements() != n) throw ModelError(model.path + ": tensor " + name + ": expected " + std::to_string(n) + " elements, got " + std::to_string(t->elements()));
+      dequantize_row(t->type, t->data, aux.data() + at, n);
+    };
+    put(L + "attn_q_norm.weight", 0, hd);
+    put(L + "attn_k_norm.weight", hd, hd);
+    put(L + "attn_q.bias", 2 * hd, c.num_attention_heads * hd);
+    put(L + "attn_k.bias", 2 * hd + c.num_attention_heads * hd, c.num_key_value_heads * hd);
+    put(L + "attn_v.bias", 2 * hd + (c.num_attention_heads + c.num_key_value_heads) * hd, c.num_key_value_heads * hd);
+    lw.aux = dev.buffer(label + "aux", aux.size() * 4);
+    dev.write(lw.aux, aux.data(), aux.size() * 4);
+    w->layers.push_back(std::move(lw));
+  }
+  dev.wait_idle();
+  return w;
+}
+
+}  // namespace ztvm

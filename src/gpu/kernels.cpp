@@ -1,0 +1,124 @@
+#include "gpu/kernels.h"
+
+#include <set>
+#include <sstream>
+
+#include "gpu/kernel_source.h"
+
+namespace ztvm::gpu {
+
+std::string KernelKey::label() const {
+  std::string s = kernel;
+  if (!includes.empty()) {
+    s += "[";
+    for (auto& [k, v] : includes) s += (s.back() == '[' ? "" : ",") + v;
+    s += "]";
+  }
+  if (!constants.empty()) {
+    s += "{";
+    for (auto& [k, v] : constants) {
+      std::ostringstream o;
+      o << v;
+      s += (s.back() == '{' ? "" : ",") + k + "=" + o.str();
+    }
+    s += "}";
+  }
+  return s;
+}
+
+bool KernelKey::operator<(const KernelKey& o) const {
+  return std::tie(kernel, includes, constants) < std::tie(o.kernel, o.includes, o.constants);
+}
+
+static const char* find_source(const std::string& name) {
+  for (const KernelSource& k : embedded_kernels())
+    if (name == k.name) return k.source;
+  throw GpuError("no kernel source named '" + name + "' (kernels/" + name + ".wgsl)");
+}
+
+std::string Kernels::compose(const std::string& kernel, const std::map<std::string, std::string>& includes) {
+  std::string out;
+  std::set<std::string> done;
+  // Expands `//!include NAME` lines depth-first, each snippet once.
+  auto expand = [&](auto&& self, const std::string& name) -> void {
+    if (!done.insert(name).second) return;
+    std::istringstream in(find_source(name));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("//!include ", 0) == 0) {
+        std::string inc = line.substr(11);
+        while (!inc.empty() && (inc.back() == ' ' || inc.back() == '\r')) inc.pop_back();
+        auto it = includes.find(inc);
+        self(self, it != includes.end() ? it->second : inc);
+      } else {
+        out += line;
+        out += '\n';
+      }
+    }
+  };
+  expand(expand, kernel);
+  return out;
+}
+
+const Pipeline& Kernels::get(const KernelKey& key) {
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return *it->second;
+  auto p = std::make_unique<Pipeline>(dev_.pipeline(key.label(), compose(key.kernel, key.includes), key.constants));
+  return *cache_.emplace(key, std::move(p)).first->second;
+}
+
+Recorder::Recorder(Device& dev, const char* label) : dev_(dev) {
+  WGPUCommandEncoderDescriptor d{};
+  d.label = WGPUStringView{label, WGPU_STRLEN};
+  enc_ = wgpuDeviceCreateCommandEncoder(dev_.get(), &d);
+  max_dim_ = dev_.limits().maxComputeWorkgroupsPerDimension;
+}
+
+Recorder::~Recorder() {
+  if (pass_) {
+    wgpuComputePassEncoderEnd(pass_);
+    wgpuComputePassEncoderRelease(pass_);
+  }
+  if (enc_) wgpuCommandEncoderRelease(enc_);
+}
+
+void Recorder::begin_pass() {
+  if (!pass_) pass_ = wgpuCommandEncoderBeginComputePass(enc_, nullptr);
+}
+
+void Recorder::end_pass() {
+  if (pass_) {
+    wgpuComputePassEncoderEnd(pass_);
+    wgpuComputePassEncoderRelease(pass_);
+    pass_ = nullptr;
+  }
+}
+
+void Recorder::dispatch(const Pipeline& p, const BindGroup& g, uint32_t groups_x, uint32_t groups_y) {
+  if (groups_x == 0 || groups_y == 0) return;
+  if (groups_x > max_dim_) {  // fold into 2-D: the kernel reads the flat index back
+    if (groups_y != 1) throw GpuError("dispatch of '" + p.label() + "' too large in both dimensions");
+    groups_y = (groups_x + max_dim_ - 1) / max_dim_;
+    groups_x = (groups_x + groups_y - 1) / groups_y;
+  }
+  begin_pass();
+  wgpuComputePassEncoderSetPipeline(pass_, p.get());
+  wgpuComputePassEncoderSetBindGroup(pass_, 0, g.get(), 0, nullptr);
+  wgpuComputePassEncoderDispatchWorkgroups(pass_, groups_x, groups_y, 1);
+  n_dispatch_++;
+}
+
+void Recorder::copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off, uint64_t size) {
+  end_pass();
+  wgpuCommandEncoderCopyBufferToBuffer(enc_, src.get(), src_off, dst.get(), dst_off, size);
+}
+
+void Recorder::submit() {
+  end_pass();
+  WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc_, nullptr);
+  wgpuCommandEncoderRelease(enc_);
+  enc_ = nullptr;
+  dev_.submit(cb);
+}
+
+}  // namespace ztvm::gpu

@@ -1,0 +1,48 @@
+// One flat description of every supported decoder-only architecture. Filled from GGUF metadata
+// (src/model/gguf_config.cpp) or a Hugging Face config.json (src/model/hf_config.cpp); the forward
+// pass reads only this. Field names follow HF config.json where one exists.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ztvm {
+
+enum class Arch { Llama, Qwen2, Qwen3, Phi3 };
+enum class RopeStyle {
+  Normal,  // rotate adjacent pairs (x[2i], x[2i+1]) — GGUF `llama` (its converter permutes Q/K rows)
+  Neox,    // rotate halves (x[i], x[i+d/2]) — HF rotate_half; GGUF qwen2/qwen3/phi3
+};
+
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  std::string arch_name;         // "llama", "qwen2", "qwen3", "phi3"
+  std::string name;              // general.name or the directory name
+  uint32_t vocab_size = 0;       // rows of the embedding / LM head
+  uint32_t hidden_size = 0;      // d_model
+  uint32_t intermediate_size = 0;// FFN inner width
+  uint32_t num_hidden_layers = 0;
+  uint32_t num_attention_heads = 0;
+  uint32_t num_key_value_heads = 0;  // < num_attention_heads: grouped-query attention
+  uint32_t head_dim = 0;         // usually hidden_size / num_attention_heads (Qwen3 sets it explicitly)
+  uint32_t rotary_dim = 0;       // dims rotated per head (== head_dim unless partial rotary)
+  RopeStyle rope_style = RopeStyle::Neox;
+  float rope_theta = 10000.f;
+  float rms_norm_eps = 1e-5f;
+  uint32_t max_position_embeddings = 2048;  // training context; the default KV capacity
+  bool tie_word_embeddings = false;  // LM head reuses token_embd
+  bool qk_norm = false;          // per-head RMSNorm on q and k before RoPE (Qwen3)
+  bool attn_bias = false;        // q/k/v projections have biases (Qwen2)
+  // Llama 3 style RoPE frequency scaling: per-pair divisors (rotary_dim/2), empty when unused.
+  std::vector<float> rope_freq_factors;
+  // Phi-3 "longrope": rope_freq_factors holds the short factors (for contexts up to
+  // rope_original_context), this the long ones; cos and sin are both scaled by rope_attn_factor.
+  std::vector<float> rope_freq_factors_long;
+  uint32_t rope_original_context = 0;
+  float rope_attn_factor = 1.f;
+  // Tokens that end generation (eos + any eot/eom ids the file names).
+  int32_t bos_token_id = -1;
+  std::vector<int32_t> eos_token_ids;
+};
+
+}  // namespace ztvm

@@ -1,0 +1,63 @@
+#include "reference/model.h"
+
+#include "reference/ops.h"
+
+namespace ztvm::ref {
+
+static WeightRef weight(const ModelFile& m, const std::string& name) {
+  const TensorView& t = m.get(name);
+  return WeightRef{t.type, t.data, (uint32_t)t.rows(), (uint32_t)t.cols()};
+}
+
+static std::vector<float> vec(const ModelFile& m, const std::string& name) {
+  return weight(m, name).row(0);
+}
+
+std::vector<float> forward_logits(const ModelFile& m, const std::vector<int32_t>& ids) {
+  const ModelConfig& c = m.config;
+  const uint32_t T = (uint32_t)ids.size(), d = c.hidden_size, hd = c.head_dim;
+  const uint32_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, qkvw = (nh + 2 * nkv) * hd;
+  const AttnShape s{hd, nh, nkv, c.rotary_dim, c.rope_style == RopeStyle::Neox, c.qk_norm, c.rms_norm_eps};
+  std::vector<float> x = embed(weight(m, "token_embd.weight"), ids);
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
+    const std::string L = "blk." + std::to_string(l) + ".";
+    std::vector<float> xb = rmsnorm(x, vec(m, L + "attn_norm.weight"), d, c.rms_norm_eps);
+    std::vector<float> q = matmul(weight(m, L + "attn_q.weight"), xb);
+    std::vector<float> k = matmul(weight(m, L + "attn_k.weight"), xb);
+    std::vector<float> v = matmul(weight(m, L + "attn_v.weight"), xb);
+    std::vector<float> aux(2 * hd + qkvw, 0.f);
+    std::fill(aux.begin(), aux.begin() + 2 * hd, 1.f);
+    auto put = [&](const std::string& name, size_t at) {
+      if (!m.find(name)) return;
+      std::vector<float> v = vec(m, name);
+      std::copy(v.begin(), v.end(), aux.begin() + at);
+    };
+    put(L + "attn_q_norm.weight", 0);
+    put(L + "attn_k_norm.weight", hd);
+    put(L + "attn_q.bias", 2 * hd);
+    put(L + "attn_k.bias", 2 * hd + nh * hd);
+    put(L + "attn_v.bias", 2 * hd + (nh + nkv) * hd);
+    std::vector<float> keys, values, att;
+    for (uint32_t t = 0; t < T; t++) {
+      std::vector<float> row(qkvw);  // [q | k | v] as the GPU's fused QKV lays it out
+      std::copy(&q[t * nh * hd], &q[(t + 1) * nh * hd], row.begin());
+      std::copy(&k[t * nkv * hd], &k[(t + 1) * nkv * hd], row.begin() + nh * hd);
+      std::copy(&v[t * nkv * hd], &v[(t + 1) * nkv * hd], row.begin() + (nh + nkv) * hd);
+      rope_qkv(row.data(), aux, c.attn_bias, s, t, c.rope_theta, c.rope_freq_factors);
+      keys.insert(keys.end(), row.begin() + nh * hd, row.begin() + (nh + nkv) * hd);
+      values.insert(values.end(), row.begin() + (nh + nkv) * hd, row.end());
+      std::vector<float> o = attention(row.data(), keys, values, t, s);
+      att.insert(att.end(), o.begin(), o.end());
+    }
+    std::vector<float> proj = matmul(weight(m, L + "attn_output.weight"), att);
+    for (size_t i = 0; i < x.size(); i++) x[i] += proj[i];
+    xb = rmsnorm(x, vec(m, L + "ffn_norm.weight"), d, c.rms_norm_eps);
+    std::vector<float> h = gated_matmul(weight(m, L + "ffn_gate.weight"), weight(m, L + "ffn_up.weight"), xb);
+    proj = matmul(weight(m, L + "ffn_down.weight"), h);
+    for (size_t i = 0; i < x.size(); i++) x[i] += proj[i];
+  }
+  std::vector<float> xb = rmsnorm(x, vec(m, "output_norm.weight"), d, c.rms_norm_eps);
+  return matmul(weight(m, m.find("output.weight") ? "output.weight" : "token_embd.weight"), xb);
+}
+
+}  // namespace ztvm::ref

@@ -1,0 +1,13 @@
+// The whole forward pass on the CPU from the CPU twins in ops.h, mirroring engine/forward.cpp:
+// the reference the GPU engine is tested against on the same file (kernels and plumbing together).
+#pragma once
+#include <vector>
+
+#include "model/model_file.h"
+
+namespace ztvm::ref {
+
+// Logits [ids.size(), vocab] for every position, starting from an empty cache.
+std::vector<float> forward_logits(const ModelFile& model, const std::vector<int32_t>& ids);
+
+}  // namespace ztvm::ref

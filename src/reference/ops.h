@@ -1,0 +1,44 @@
+// CPU twins of the GPU kernels: plain loops over the same layouts, in double accumulators.
+// Tests compare every kernel against these, and reference/model.cpp builds a whole forward pass from them.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/quant.h"
+
+namespace ztvm::ref {
+
+// A matrix in its file encoding: rows x cols elements of `type`, rows contiguous.
+struct WeightRef {
+  GgmlType type;
+  const uint8_t* data;
+  uint32_t rows, cols;
+  std::vector<float> row(uint32_t r) const;  // dequantized
+};
+
+// x[t] = table[ids[t]]
+std::vector<float> embed(const WeightRef& table, const std::vector<int32_t>& ids);
+// y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w, for rows of width d
+std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>& w, uint32_t d, float eps);
+// y[t, r] = W[r] . x[t]  (y is [T, W.rows])
+std::vector<float> matmul(const WeightRef& w, const std::vector<float>& x);
+// h[t, r] = silu(gate[r] . x[t]) * (up[r] . x[t])
+std::vector<float> gated_matmul(const WeightRef& gate, const WeightRef& up, const std::vector<float>& x);
+
+struct AttnShape {
+  uint32_t hd, nh, nkv, rot;
+  bool neox;
+  bool qk_norm;
+  float eps;
+};
+// In place on one token's qkv row [(nh + 2 nkv) * hd]: bias, QK-norm, RoPE at position pos.
+// aux = [q_norm hd | k_norm hd | bias]; freq_factors may be empty.
+void rope_qkv(float* qkv, const std::vector<float>& aux, bool has_bias, const AttnShape& s, uint32_t pos,
+              float theta, const std::vector<float>& freq_factors);
+// Causal attention of one token at position pos over keys/values [0, pos] ([pos+1][nkv*hd] each).
+std::vector<float> attention(const float* q, const std::vector<float>& keys, const std::vector<float>& values,
+                             uint32_t pos, const AttnShape& s);
+// Index of the largest value, lowest on ties.
+uint32_t argmax(const float* x, uint32_t n);
+
+}  // namespace ztvm::ref

@@ -1,0 +1,283 @@
+// Every kernel against its CPU twin (src/reference/ops.h) on random data, through the same
+// GraphBuilder the forward pass uses. Runs on whatever adapter Dawn picks (lavapipe in CI).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "engine/forward.h"
+#include "engine/graph.h"
+#include "engine/weights.h"
+#include "reference/ops.h"
+
+using namespace ztvm;
+
+namespace {
+
+gpu::Device& device() {
+  static gpu::Device dev;
+  return dev;
+}
+
+double nmse(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); i++) {
+    num += (double)(got[i] - want[i]) * (got[i] - want[i]);
+    den += (double)want[i] * want[i];
+  }
+  return den > 0 ? num / den : num;
+}
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+// A weight matrix encoded in `type`, with a TensorView over the bytes.
+struct EncodedMatrix {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+  EncodedMatrix(GgmlType type, uint32_t rows, uint32_t cols, uint32_t seed) {
+    std::vector<float> w = random_vec((size_t)rows * cols, seed, 0.5f);
+    uint64_t rb = row_bytes(type, cols);
+    bytes.resize(rb * rows);
+    for (uint32_t r = 0; r < rows; r++) quantize_row(type, &w[(size_t)r * cols], bytes.data() + r * rb, cols);
+    view.name = "test";
+    view.type = type;
+    view.ne = {cols, rows};
+    view.data = bytes.data();
+    view.nbytes = bytes.size();
+  }
+  ref::WeightRef ref() const { return {view.type, bytes.data(), (uint32_t)view.rows(), (uint32_t)view.cols()}; }
+};
+
+gpu::Buffer upload(const std::string& label, const std::vector<float>& v) {
+  gpu::Buffer b = device().buffer(label, v.size() * 4);
+  device().write(b, v.data(), v.size() * 4);
+  return b;
+}
+
+gpu::Buffer step_buffer(uint32_t pos0, uint32_t n, uint32_t out_index = 0) {
+  StepParams p{pos0, n, out_index, 0};
+  gpu::Buffer b = device().buffer("test.step", sizeof p, gpu::kUniform);
+  device().write(b, &p, sizeof p);
+  return b;
+}
+
+void run(const Graph& g, uint32_t pos0, uint32_t n) {
+  gpu::Recorder rec(device(), "test");
+  g.encode(rec, pos0, n);
+  rec.submit();
+  device().wait_idle();
+}
+
+std::vector<float> read(const gpu::Buffer& b, size_t n) { return device().read_as<float>(b, n); }
+
+}  // namespace
+
+struct MatmulCase {
+  GgmlType type;
+  uint32_t rows, cols, tokens;
+};
+
+class MatmulTest : public ::testing::TestWithParam<MatmulCase> {};
+
+TEST_P(MatmulTest, MatchesCpu) {
+  const MatmulCase c = GetParam();
+  gpu::Kernels k(device());
+  EncodedMatrix w(c.type, c.rows, c.cols, 1);
+  std::vector<float> x = random_vec((size_t)c.tokens * c.cols, 2);
+  Matrix m = upload_matrix(device(), "test.w", {&w.view});
+  gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.y", (size_t)c.tokens * c.rows * 4);
+  gpu::Buffer step = step_buffer(0, c.tokens);
+  Graph g;
+  GraphBuilder(k, g, step).matmul(y, xb, m);
+  run(g, 0, c.tokens);
+  std::vector<float> want = ref::matmul(w.ref(), x);
+  double e = nmse(read(y, want.size()), want);
+  EXPECT_LT(e, 1e-10) << type_name(c.type) << " " << c.rows << "x" << c.cols << " T=" << c.tokens;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, MatmulTest,
+    ::testing::Values(MatmulCase{GgmlType::F32, 70, 172, 1}, MatmulCase{GgmlType::F32, 33, 64, 11},
+                      MatmulCase{GgmlType::F16, 70, 172, 3}, MatmulCase{GgmlType::BF16, 40, 96, 9},
+                      MatmulCase{GgmlType::Q8_0, 70, 256, 1}, MatmulCase{GgmlType::Q8_0, 19, 96, 17},
+                      MatmulCase{GgmlType::Q4_0, 70, 256, 1}, MatmulCase{GgmlType::Q4_0, 21, 160, 9},
+                      MatmulCase{GgmlType::Q4_K, 70, 512, 1}, MatmulCase{GgmlType::Q4_K, 9, 256, 13},
+                      MatmulCase{GgmlType::Q6_K, 70, 512, 1}, MatmulCase{GgmlType::Q6_K, 9, 256, 13}),
+    [](const auto& info) {
+      return std::string(type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
+             std::to_string(info.param.cols) + "_T" + std::to_string(info.param.tokens);
+    });
+
+TEST(Kernels, GatedMatmulMatchesCpu) {
+  gpu::Kernels k(device());
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16}) {
+    EncodedMatrix gate(t, 48, 256, 3), up(t, 48, 256, 4);
+    std::vector<float> x = random_vec(5 * 256, 5);
+    Matrix m = upload_gated(device(), "test.gate_up", gate.view, up.view);
+    gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.h", 5 * 48 * 4);
+    gpu::Buffer step = step_buffer(0, 5);
+    Graph g;
+    GraphBuilder(k, g, step).matmul(y, xb, m);
+    run(g, 0, 5);
+    std::vector<float> want = ref::gated_matmul(gate.ref(), up.ref(), x);
+    EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t);
+  }
+}
+
+TEST(Kernels, EmbedMatchesCpu) {
+  gpu::Kernels k(device());
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    EncodedMatrix table(t, 50, 256, 6);
+    std::vector<int32_t> ids = {3, 0, 49, 17, 3};
+    Matrix m = upload_matrix(device(), "test.embd", {&table.view});
+    gpu::Buffer idb = device().buffer("test.ids", ids.size() * 4), x = device().buffer("test.x", ids.size() * 256 * 4);
+    device().write(idb, ids.data(), ids.size() * 4);
+    gpu::Buffer step = step_buffer(0, (uint32_t)ids.size());
+    Graph g;
+    GraphBuilder(k, g, step).embed(x, idb, m);
+    run(g, 0, (uint32_t)ids.size());
+    std::vector<float> want = ref::embed(table.ref(), ids);
+    EXPECT_EQ(read(x, want.size()), want) << type_name(t);
+  }
+}
+
+TEST(Kernels, RmsNormAndAddRmsNormMatchCpu) {
+  gpu::Kernels k(device());
+  const uint32_t d = 300, T = 4;
+  std::vector<float> a = random_vec(T * d, 7), b = random_vec(T * d, 8), w = random_vec(d, 9);
+  gpu::Buffer ab = upload("test.a", a), bb = upload("test.b", b), wb = upload("test.w", w);
+  gpu::Buffer y = device().buffer("test.y", T * d * 4), sum = device().buffer("test.sum", T * d * 4);
+  gpu::Buffer y2 = device().buffer("test.y2", T * d * 4);
+  gpu::Buffer step = step_buffer(0, T);
+  Graph g;
+  GraphBuilder gb(k, g, step);
+  gb.rmsnorm(y, ab, wb, d, 1e-5f);
+  gb.add_rmsnorm(y2, sum, ab, bb, wb, d, 1e-5f);
+  run(g, 0, T);
+  EXPECT_LT(nmse(read(y, T * d), ref::rmsnorm(a, w, d, 1e-5f)), 1e-12);
+  std::vector<float> s(T * d);
+  for (size_t i = 0; i < s.size(); i++) s[i] = a[i] + b[i];
+  EXPECT_EQ(read(sum, T * d), s);
+  EXPECT_LT(nmse(read(y2, T * d), ref::rmsnorm(s, w, d, 1e-5f)), 1e-12);
+}
+
+// RoPE + KV append + split-K paged attention over a chunk at a non-zero position, with a shuffled
+// page table, several splits, GQA, both RoPE styles, QK-norm and bias.
+struct AttnCase {
+  bool neox, qk_norm, bias;
+  uint32_t rot;
+};
+class AttentionTest : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(AttentionTest, MatchesCpu) {
+  const AttnCase ac = GetParam();
+  gpu::Kernels k(device());
+  const uint32_t hd = 32, nh = 4, nkv = 2, page = 4, split = 16, ctx = 64;
+  const uint32_t pos0 = 37, T = 6, qkvw = (nh + 2 * nkv) * hd, kvw = nkv * hd;
+  const float theta = 10000.f, eps = 1e-6f;
+  ModelConfig cfg;
+  cfg.rotary_dim = ac.rot;
+  cfg.rope_theta = theta;
+  ref::AttnShape rs{hd, nh, nkv, ac.rot, ac.neox, ac.qk_norm, eps};
+  GraphBuilder::AttnShape gs{hd, nh, nkv, ac.rot, page, split, ac.neox, ac.qk_norm, ac.bias, eps};
+
+  // Earlier positions come from the CPU; the GPU cache gets the same rows at their paged slots.
+  std::vector<float> aux = random_vec(2 * hd + qkvw, 10, 0.3f);
+  for (uint32_t i = 0; i < 2 * hd; i++) aux[i] += 1.f;
+  const std::vector<float> raw = random_vec((size_t)(pos0 + T) * qkvw, 11);  // un-rotated projections
+  std::vector<float> rows = raw;
+  std::vector<float> keys, values;
+  for (uint32_t p = 0; p < pos0 + T; p++) {
+    ref::rope_qkv(&rows[p * qkvw], aux, ac.bias, rs, p, theta, {});
+    keys.insert(keys.end(), &rows[p * qkvw + nh * hd], &rows[p * qkvw + (nh + nkv) * hd]);
+    values.insert(values.end(), &rows[p * qkvw + (nh + nkv) * hd], &rows[(p + 1) * qkvw]);
+  }
+  std::vector<uint32_t> pages(ctx / page);
+  std::iota(pages.begin(), pages.end(), 0);
+  std::shuffle(pages.begin(), pages.end(), std::mt19937(12));
+  std::vector<float> kc((size_t)ctx * kvw, 0.f), vc((size_t)ctx * kvw, 0.f);
+  for (uint32_t p = 0; p < pos0; p++) {
+    size_t slot = ((size_t)pages[p / page] * page + p % page) * kvw;
+    std::copy(&keys[p * kvw], &keys[(p + 1) * kvw], &kc[slot]);
+    std::copy(&values[p * kvw], &values[(p + 1) * kvw], &vc[slot]);
+  }
+  std::vector<float> qkv_in(raw.begin() + (size_t)pos0 * qkvw, raw.end());  // the chunk's raw rows
+  std::vector<float> table = rope_table(cfg, ctx);
+  gpu::Buffer qkv = upload("test.qkv", qkv_in), auxb = upload("test.aux", aux), rope = upload("test.rope", table);
+  gpu::Buffer kcb = upload("test.k_cache", kc), vcb = upload("test.v_cache", vc);
+  gpu::Buffer pageb = device().buffer("test.pages", pages.size() * 4);
+  device().write(pageb, pages.data(), pages.size() * 4);
+  gpu::Buffer q = device().buffer("test.q", T * nh * hd * 4), att = device().buffer("test.att", T * nh * hd * 4);
+  gpu::Buffer part = device().buffer("test.part", (size_t)T * nh * (ctx / split) * (hd + 2) * 4);
+  gpu::Buffer step = step_buffer(pos0, T);
+  Graph g;
+  GraphBuilder gb(k, g, step);
+  gb.rope_kv(q, kcb, vcb, qkv, auxb, rope, pageb, gs);
+  gb.attention(part, q, kcb, vcb, pageb, gs);
+  gb.attention_combine(att, part, gs);
+  run(g, pos0, T);
+
+  std::vector<float> want_q, want_att;
+  for (uint32_t t = 0; t < T; t++) {
+    const float* row = &rows[(pos0 + t) * qkvw];
+    want_q.insert(want_q.end(), row, row + nh * hd);
+    std::vector<float> o = ref::attention(row, keys, values, pos0 + t, rs);
+    want_att.insert(want_att.end(), o.begin(), o.end());
+  }
+  EXPECT_LT(nmse(read(q, want_q.size()), want_q), 1e-11);
+  std::vector<float> kc_gpu = read(kcb, kc.size()), vc_gpu = read(vcb, vc.size());
+  for (uint32_t t = 0; t < T; t++) {
+    uint32_t p = pos0 + t;
+    size_t slot = ((size_t)pages[p / page] * page + p % page) * kvw;
+    std::vector<float> gk(&kc_gpu[slot], &kc_gpu[slot + kvw]), wk(&keys[p * kvw], &keys[(p + 1) * kvw]);
+    std::vector<float> gv(&vc_gpu[slot], &vc_gpu[slot + kvw]), wv(&values[p * kvw], &values[(p + 1) * kvw]);
+    EXPECT_LT(nmse(gk, wk), 1e-11) << "key at " << p;
+    EXPECT_EQ(gv, wv) << "value at " << p;
+  }
+  EXPECT_LT(nmse(read(att, want_att.size()), want_att), 1e-10);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, AttentionTest,
+                         ::testing::Values(AttnCase{false, false, false, 32}, AttnCase{true, false, false, 32},
+                                           AttnCase{true, true, false, 32}, AttnCase{true, false, true, 16},
+                                           AttnCase{false, false, true, 8}),
+                         [](const auto& info) {
+                           const AttnCase& c = info.param;
+                           return std::string(c.neox ? "neox" : "normal") + (c.qk_norm ? "_qknorm" : "") +
+                                  (c.bias ? "_bias" : "") + "_rot" + std::to_string(c.rot);
+                         });
+
+TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {
+  gpu::Kernels k(device());
+  const uint32_t n = 5000;
+  std::vector<float> logits = random_vec(n, 13);
+  logits[4321] = 50.f;
+  logits[1234] = 50.f;  // a tie: the lower index wins
+  logits[77] = std::nanf("");
+  gpu::Buffer lb = upload("test.logits", logits), ids = device().buffer("test.ids", 16), toks = device().buffer("test.tokens", 64);
+  gpu::Buffer step = step_buffer(0, 1, 5);
+  Graph g;
+  GraphBuilder(k, g, step).argmax(ids, toks, lb, n);
+  run(g, 0, 1);
+  EXPECT_EQ(device().read_as<uint32_t>(ids, 1)[0], 1234u);
+  EXPECT_EQ(device().read_as<uint32_t>(toks, 6)[5], 1234u);
+}
+
+TEST(Kernels, CompileErrorNamesTheKernel) {
+  try {
+    device().pipeline("broken_kernel", "@compute @workgroup_size(1) fn main() { let x: u32 = undefined_symbol; }");
+    FAIL() << "expected a GpuError";
+  } catch (const gpu::GpuError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("broken_kernel"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("undefined_symbol"), std::string::npos) << msg;
+  }
+}
