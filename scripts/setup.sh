@@ -52,4 +52,9 @@ if [ ! -f "$DAWN_DIR/libwebgpu_wrapper.so" ] || ! echo "$DAWN_SO_SHA256  $DAWN_D
   mkdir -p "$DAWN_DIR" && cp "$tmp/package/libwebgpu_wrapper.so" "$DAWN_DIR/"
   rm -rf "$tmp"
 fi
+# npm packages the tests use as references (Hugging Face `tokenizers`), pinned by tests/node/package-lock.json.
+if [ ! -d tests/node/node_modules/tokenizers ] || [ tests/node/package-lock.json -nt tests/node/node_modules/.package-lock.json ]; then
+  (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 echo "setup: ok (Mesa $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers), Dawn $DAWN_PKG)"

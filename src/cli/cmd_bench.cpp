@@ -1,0 +1,102 @@
+// ztvm bench: TTFT, decode and total tok/s (and decode GB/s) as the median of N runs after a
+// warm-up. Every run starts from an empty KV cache (full prefill), decodes greedily ignoring EOS,
+// and must produce the same tokens as the first run with no GPU error — or no number is reported.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/engine_setup.h"
+
+namespace ztvm::cli {
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+}
+
+static int run_bench(int argc, char** argv) {
+  CLI::App app{"Measure TTFT, decode and total tok/s (median of runs, tokens verified)", argv[0]};
+  EngineOptions eo;
+  eo.add_to(app);
+  uint32_t n_prompt = 35, n_gen = 128, runs = 5, warmup = 1, depth = 0;
+  std::string json_out;
+  app.add_option("-p,--n-prompt", n_prompt, "prompt tokens")->check(CLI::Range(1u, 1u << 20));
+  app.add_option("-n,--n-gen", n_gen, "tokens to generate")->check(CLI::Range(1u, 1u << 20));
+  app.add_option("-r,--runs", runs, "measured runs")->check(CLI::Range(1u, 1000u));
+  app.add_option("--warmup", warmup, "unmeasured runs first");
+  app.add_option("-d,--depth", depth, "tokens already in the KV cache before the prompt (long-context decode)");
+  app.add_option("--json", json_out, "write results as JSON to this file");
+  CLI11_PARSE(app, argc, argv);
+  if (eo.ctx == 0) eo.ctx = depth + n_prompt + n_gen + 1;
+  Engine e = load_engine(eo);
+  const ModelConfig& c = e.model->config;
+
+  // A fixed pseudo-random prompt (speed does not depend on which ids), avoiding the first 16 ids.
+  auto ids_for = [&](uint32_t n, uint32_t seed) {
+    std::vector<int32_t> ids(n);
+    uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (auto& id : ids) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      id = 16 + (int32_t)((s >> 33) % (c.vocab_size - 16));
+    }
+    return ids;
+  };
+  std::vector<int32_t> context = ids_for(depth, 7), prompt = ids_for(n_prompt, 11);
+  std::vector<int32_t> full = context;
+  full.insert(full.end(), prompt.begin(), prompt.end());
+
+  std::vector<double> ttft, decode_tps, total_tps, prefill_tps;
+  std::vector<int32_t> first_tokens;
+  for (uint32_t r = 0; r < warmup + runs; r++) {
+    Generator& gen = *e.generator;
+    gen.reset();
+    if (depth) gen.generate(context, 0, [](int32_t) { return true; });  // fill the cache (not timed)
+    std::vector<int32_t> toks;
+    GenerateStats st = gen.generate(full, n_gen, [&](int32_t t) {
+      toks.push_back(t);
+      return true;
+    });
+    e.device->check();
+    if (st.n_prefilled != n_prompt)
+      throw std::runtime_error("bench: expected a prefill of " + std::to_string(n_prompt) + " tokens, did " + std::to_string(st.n_prefilled));
+    if (toks.size() != n_gen) throw std::runtime_error("bench: generated " + std::to_string(toks.size()) + " tokens, expected " + std::to_string(n_gen));
+    if (r == 0) first_tokens = toks;
+    else if (toks != first_tokens) throw std::runtime_error("bench: run " + std::to_string(r) + " generated different tokens than run 0");
+    if (r < warmup) continue;
+    ttft.push_back(st.ttft_ms);
+    prefill_tps.push_back(n_prompt / (st.ttft_ms / 1e3));
+    decode_tps.push_back(n_gen > 1 ? (n_gen - 1) / (st.decode_ms / 1e3) : 0);
+    total_tps.push_back(n_gen / ((st.ttft_ms + st.decode_ms) / 1e3));
+  }
+  const double bytes = (double)e.forward->weights().bytes_per_token();
+  const double dec = median(decode_tps);
+  std::printf("model %s | prompt %u (depth %u) | gen %u | runs %u\n", eo.model.c_str(), n_prompt, depth, n_gen, runs);
+  std::printf("TTFT %.2f ms | prefill %.1f tok/s | decode %.1f tok/s | total %.1f tok/s | decode %.1f GB/s (%.1f MB/token)\n",
+              median(ttft), median(prefill_tps), dec, median(total_tps), bytes * dec / 1e9, bytes / 1e6);
+  if (!json_out.empty()) {
+    nlohmann::json j = {{"model", eo.model},
+                        {"adapter", e.device->info().device},
+                        {"backend", e.device->info().backend},
+                        {"n_prompt", n_prompt},
+                        {"n_gen", n_gen},
+                        {"depth", depth},
+                        {"runs", runs},
+                        {"weight_bytes_per_token", bytes},
+                        {"ttft_ms", median(ttft)},
+                        {"prefill_tps", median(prefill_tps)},
+                        {"decode_tps", dec},
+                        {"total_tps", median(total_tps)},
+                        {"decode_gbps", bytes * dec / 1e9},
+                        {"raw", {{"ttft_ms", ttft}, {"decode_tps", decode_tps}, {"total_tps", total_tps}}},
+                        {"tokens", first_tokens}};
+    std::ofstream(json_out) << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+static Command reg("bench", "measure TTFT, decode and total tok/s (and GB/s) on a model", run_bench);
+
+}  // namespace ztvm::cli

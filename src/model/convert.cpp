@@ -1,0 +1,246 @@
+// convert_model: each output tensor is a list of source views (one, or several concatenated by rows
+// for Phi-3's fused tensors), optionally with llama's Q/K row permutation, re-encoded row by row
+// while the file is written, so memory stays at one row per tensor.
+#include "model/convert.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <thread>
+
+#include "model/gguf_writer.h"
+#include "model/model_error.h"
+
+namespace ztvm {
+
+namespace {
+
+bool writable(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: case GgmlType::Q8_0:
+    case GgmlType::Q4_0: case GgmlType::Q4_K: case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct OutTensor {
+  std::string name;
+  std::vector<const TensorView*> parts;  // concatenated by rows, all with the same row length
+  uint64_t permute_head_dim = 0;         // nonzero: apply llama_permuted_row within each part
+  GgmlType type = GgmlType::F32;
+};
+
+uint64_t total_rows(const OutTensor& t) {
+  uint64_t rows = 0;
+  for (const TensorView* p : t.parts) rows += p->rows();
+  return rows;
+}
+
+// Output row r (or element r of a 1-D tensor) -> the source view and its row (element).
+std::pair<const TensorView*, uint64_t> source_of(const OutTensor& t, uint64_t r) {
+  for (const TensorView* p : t.parts) {
+    const uint64_t n = p->ne.size() == 1 ? p->cols() : p->rows();
+    if (r < n) return {p, t.permute_head_dim ? llama_permuted_row(r, t.permute_head_dim) : r};
+    r -= n;
+  }
+  throw ModelError("convert: row out of range in " + t.name);
+}
+
+// Rows are independent, so large tensors are re-encoded on all cores (K-quant search is slow).
+void fill_matrix(const OutTensor& t, uint8_t* out) {
+  const uint64_t cols = t.parts[0]->cols(), n = total_rows(t);
+  const uint64_t out_rb = row_bytes(t.type, cols);
+  auto encode_rows = [&](uint64_t begin, uint64_t end) {
+    std::vector<float> row(cols);
+    for (uint64_t r = begin; r < end; ++r) {
+      auto [src, src_row] = source_of(t, r);
+      const uint64_t src_rb = row_bytes(src->type, cols);
+      if (src->type == t.type) {  // rows move as bytes: exact, and quantized data is not re-rounded
+        std::memcpy(out + r * out_rb, src->data + src_row * src_rb, out_rb);
+      } else {
+        dequantize_row(src->type, src->data + src_row * src_rb, row.data(), cols);
+        quantize_row(t.type, row.data(), out + r * out_rb, cols);
+      }
+    }
+  };
+  const uint64_t min_elems_per_thread = 1 << 16;
+  const uint64_t threads = std::clamp<uint64_t>(n * cols / min_elems_per_thread, 1, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads == 1) return encode_rows(0, n);
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(threads);
+  for (uint64_t k = 0; k < threads; ++k) {
+    pool.emplace_back([&, k] {
+      try {
+        encode_rows(n * k / threads, n * (k + 1) / threads);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// 1-D tensors (norms, biases) are always F32; a permuted bias moves elements, not rows.
+std::vector<float> vector_values(const OutTensor& t) {
+  std::vector<float> out;
+  for (const TensorView* p : t.parts) {
+    std::vector<float> v(p->cols());
+    dequantize_row(p->type, p->data, v.data(), p->cols());
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  if (!t.permute_head_dim) return out;
+  std::vector<float> permuted(out.size());
+  for (uint64_t i = 0; i < out.size(); ++i) permuted[i] = out[llama_permuted_row(i, t.permute_head_dim)];
+  return permuted;
+}
+
+}  // namespace
+
+uint64_t llama_permuted_row(uint64_t r, uint64_t head_dim) {
+  const uint64_t head = r / head_dim, j = r % head_dim;
+  return head * head_dim + (j % 2) * (head_dim / 2) + j / 2;
+}
+
+GgmlType convert_matrix_type(GgmlType requested, uint64_t cols) {
+  GgmlType t = requested;
+  if (cols % block_elems(t) != 0) t = (t == GgmlType::Q4_K) ? GgmlType::Q4_0 : (t == GgmlType::Q6_K) ? GgmlType::Q8_0 : t;
+  if (cols % block_elems(t) != 0) t = GgmlType::F16;
+  return t;
+}
+
+uint32_t gguf_file_type(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::Q4_K: return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S: Q4_K with a Q6_K head
+    case GgmlType::Q6_K: return 18;
+    case GgmlType::BF16: return 32;
+    default: throw ModelError(std::string("convert: cannot write type ") + type_name(type));
+  }
+}
+
+void convert_model(const ModelFile& in, const std::string& out_path, GgmlType type, const GgufFile* vocab_source,
+                   const ConvertOptions& options) {
+  if (!writable(type))
+    throw ModelError(std::string("convert: cannot write type ") + type_name(type) +
+                     " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+  const ModelConfig& c = in.config;
+  const std::string a = c.arch_name + ".";
+  GgufWriter w;
+  w.set_string("general.architecture", c.arch_name);
+  w.set_string("general.name", c.name);
+  w.set_u32("general.file_type", gguf_file_type(type));
+  if (block_elems(type) > 1) w.set_u32("general.quantization_version", 2);
+  w.set_u32(a + "context_length", c.max_position_embeddings);
+  w.set_u32(a + "embedding_length", c.hidden_size);
+  w.set_u32(a + "block_count", c.num_hidden_layers);
+  w.set_u32(a + "feed_forward_length", c.intermediate_size);
+  w.set_u32(a + "attention.head_count", c.num_attention_heads);
+  w.set_u32(a + "attention.head_count_kv", c.num_key_value_heads);
+  w.set_u32(a + "attention.key_length", c.head_dim);
+  w.set_u32(a + "attention.value_length", c.head_dim);
+  w.set_u32(a + "rope.dimension_count", c.rotary_dim);
+  w.set_f32(a + "rope.freq_base", c.rope_theta);
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+  w.set_u32(a + "vocab_size", c.vocab_size);
+  if (!c.rope_freq_factors_long.empty()) {
+    w.set_f32(a + "rope.scaling.attn_factor", c.rope_attn_factor);
+    w.set_u32(a + "rope.scaling.original_context_length", c.rope_original_context);
+  }
+
+  // Tokenizer: every tokenizer.* key of the vocabulary source, which must match the embedding.
+  const GgufFile* tok = vocab_source ? vocab_source : in.gguf.get();
+  if (tok) {
+    for (const auto& [key, value] : tok->metadata())
+      if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+    if (const GgufValue* tokens = tok->find_value("tokenizer.ggml.tokens"); tokens && tokens->array_size() != c.vocab_size)
+      throw ModelError(tok->path() + ": vocabulary has " + std::to_string(tokens->array_size()) + " tokens, the model " +
+                       in.path + " has " + std::to_string(c.vocab_size) + " embedding rows");
+  } else {
+    w.set_string("tokenizer.ggml.model", "no_vocab");
+  }
+  if (!w.has("tokenizer.ggml.bos_token_id") && c.bos_token_id >= 0) w.set_u32("tokenizer.ggml.bos_token_id", uint32_t(c.bos_token_id));
+  if (!w.has("tokenizer.ggml.eos_token_id") && !c.eos_token_ids.empty())
+    w.set_u32("tokenizer.ggml.eos_token_id", uint32_t(c.eos_token_ids[0]));
+
+  // RoPE factor tensors come from the config (HF sources have them only as config.json fields).
+  if (!c.rope_freq_factors_long.empty()) {
+    w.add_tensor_f32("rope_factors_long.weight", GgmlType::F32, {c.rope_freq_factors_long.size()}, c.rope_freq_factors_long);
+    w.add_tensor_f32("rope_factors_short.weight", GgmlType::F32, {c.rope_freq_factors.size()}, c.rope_freq_factors);
+  } else if (!c.rope_freq_factors.empty()) {
+    w.add_tensor_f32("rope_freqs.weight", GgmlType::F32, {c.rope_freq_factors.size()}, c.rope_freq_factors);
+  }
+
+  // The list of output tensors, in llama.cpp's usual order.
+  const bool permute = c.arch == Arch::Llama && c.rope_style == RopeStyle::Neox;  // HF llama -> GGUF llama
+  const GgmlType head_type = type == GgmlType::Q4_K ? GgmlType::Q6_K : type;
+  std::vector<OutTensor> outs;
+  auto add = [&](const std::string& name, std::vector<const TensorView*> parts, uint64_t permute_hd = 0,
+                 std::optional<GgmlType> want = {}) {
+    OutTensor t{name, std::move(parts), permute_hd, GgmlType::F32};
+    if (t.parts[0]->ne.size() > 1) t.type = convert_matrix_type(want.value_or(type), t.parts[0]->cols());
+    outs.push_back(std::move(t));
+  };
+  add("token_embd.weight", {&in.get("token_embd.weight")}, 0, c.tie_word_embeddings ? head_type : type);
+  for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
+    auto g = [&](const char* role, const char* suffix = "weight") { return &in.get(layer_tensor(l, role, suffix)); };
+    const uint64_t hd = permute ? c.head_dim : 0;
+    add(layer_tensor(l, "attn_norm"), {g("attn_norm")});
+    if (c.arch == Arch::Phi3) {
+      add(layer_tensor(l, "attn_qkv"), {g("attn_q"), g("attn_k"), g("attn_v")});
+    } else {
+      add(layer_tensor(l, "attn_q"), {g("attn_q")}, hd);
+      add(layer_tensor(l, "attn_k"), {g("attn_k")}, hd);
+      add(layer_tensor(l, "attn_v"), {g("attn_v")});
+    }
+    if (c.attn_bias) {
+      add(layer_tensor(l, "attn_q", "bias"), {g("attn_q", "bias")}, hd);
+      add(layer_tensor(l, "attn_k", "bias"), {g("attn_k", "bias")}, hd);
+      add(layer_tensor(l, "attn_v", "bias"), {g("attn_v", "bias")});
+    }
+    if (c.qk_norm) {
+      add(layer_tensor(l, "attn_q_norm"), {g("attn_q_norm")});
+      add(layer_tensor(l, "attn_k_norm"), {g("attn_k_norm")});
+    }
+    add(layer_tensor(l, "attn_output"), {g("attn_output")});
+    add(layer_tensor(l, "ffn_norm"), {g("ffn_norm")});
+    if (c.arch == Arch::Phi3) {
+      add(layer_tensor(l, "ffn_up"), {g("ffn_gate"), g("ffn_up")});  // llama.cpp's phi3: gate rows, then up
+    } else {
+      add(layer_tensor(l, "ffn_gate"), {g("ffn_gate")});
+      add(layer_tensor(l, "ffn_up"), {g("ffn_up")});
+    }
+    add(layer_tensor(l, "ffn_down"), {g("ffn_down")});
+  }
+  add("output_norm.weight", {&in.get("output_norm.weight")});
+  if (!c.tie_word_embeddings) add("output.weight", {&in.get("output.weight")}, 0, head_type);
+
+  // The rows of Q/K heads: Q has num_attention_heads heads, K num_key_value_heads, both head_dim
+  // rows each, so permuting within head_dim-sized groups is the same for both.
+  std::vector<GgmlType> written_types;
+  for (size_t i = 0; i < w.tensor_count(); ++i) written_types.push_back(GgmlType::F32);
+  for (const OutTensor& t : outs) {
+    written_types.push_back(t.type);
+    const TensorView& first = *t.parts[0];
+    if (first.ne.size() == 1) {
+      std::vector<float> values = vector_values(t);
+      const uint64_t n = values.size();
+      w.add_tensor_f32(t.name, GgmlType::F32, {n}, std::move(values));
+    } else {
+      w.add_tensor(t.name, t.type, {first.cols(), total_rows(t)}, [t](uint8_t* out, uint64_t) { fill_matrix(t, out); });
+    }
+  }
+  GgufWriter::ProgressFn progress;
+  if (options.progress)
+    progress = [&](size_t i, size_t n, const std::string& name) { options.progress(i, n, name, written_types[i]); };
+  w.write(out_path, progress);
+}
+
+}  // namespace ztvm

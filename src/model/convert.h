@@ -1,0 +1,36 @@
+// Model -> GGUF conversion (`ztvm convert`, fixture generation). The output follows llama.cpp's
+// conventions so llama.cpp loads it: its metadata keys, its tensor names, Q/K rows of `llama`
+// permuted for adjacent-pair RoPE, Phi-3 with fused attn_qkv and ffn_up (gate rows first).
+#pragma once
+#include <functional>
+#include <string>
+
+#include "model/model_file.h"
+
+namespace ztvm {
+
+struct ConvertOptions {
+  // Called before each tensor is written: (index, count, name, type written).
+  std::function<void(size_t, size_t, const std::string&, GgmlType)> progress;
+};
+
+// Writes `in` as a GGUF file of element type `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K).
+// 1-D tensors (norms, biases, RoPE factors) are always F32. A matrix whose row length is not a
+// multiple of the type's block falls back: Q4_K/Q6_K -> Q4_0/Q8_0 -> F16. With Q4_K the LM head
+// (output.weight, or token_embd when tied) is stored as Q6_K, as llama.cpp's Q4_K_M does.
+// Tokenizer metadata (every tokenizer.* key) comes from vocab_source when given, else from `in`
+// itself when it is a GGUF; without either the file is marked tokenizer.ggml.model = "no_vocab".
+void convert_model(const ModelFile& in, const std::string& out_path, GgmlType type, const GgufFile* vocab_source,
+                   const ConvertOptions& options = {});
+
+// The type a matrix with rows of `cols` elements is written as, given the requested type.
+GgmlType convert_matrix_type(GgmlType requested, uint64_t cols);
+
+// llama.cpp's `general.file_type` (enum llama_ftype) for a requested type.
+uint32_t gguf_file_type(GgmlType type);
+
+// GGUF `llama` Q/K row order from HF's: within each head, row 2i+s of the output is row
+// s*head_dim/2 + i of the input (s = 0, 1). Returns the input row for output row r.
+uint64_t llama_permuted_row(uint64_t r, uint64_t head_dim);
+
+}  // namespace ztvm

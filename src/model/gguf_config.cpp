@@ -1,0 +1,101 @@
+// ModelConfig from GGUF metadata, keyed as llama.cpp writes it: "<arch>.embedding_length", ...
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "model/model_error.h"
+#include "model/model_file.h"
+
+namespace ztvm {
+
+namespace {
+
+uint32_t to_u32(const GgufFile& g, const std::string& key, uint64_t v) {
+  if (v > std::numeric_limits<uint32_t>::max())
+    throw ModelError(g.path() + ": key '" + key + "': value " + std::to_string(v) + " does not fit 32 bits");
+  return uint32_t(v);
+}
+
+// A hyperparameter llama.cpp allows per layer (an array): we require one value for all layers.
+uint32_t uniform_u32(const GgufFile& g, const std::string& key, std::optional<uint64_t> dflt) {
+  const GgufValue* v = g.find_value(key);
+  if (!v || v->type != GgufValueType::Array) return to_u32(g, key, g.get_uint(key, dflt));
+  const std::vector<int64_t> values = g.get_int_array(key);
+  if (values.empty()) throw ModelError(g.path() + ": key '" + key + "': empty per-layer array");
+  for (int64_t x : values)
+    if (x != values[0])
+      throw ModelError(g.path() + ": key '" + key + "': per-layer values differ (" + v->summary(8) +
+                       "), which ztvm does not support");
+  if (values[0] < 0) throw ModelError(g.path() + ": key '" + key + "': negative value " + std::to_string(values[0]));
+  return to_u32(g, key, uint64_t(values[0]));
+}
+
+std::vector<float> tensor_as_floats(const GgufFile& g, const TensorView& t) {
+  if (!type_supported(t.type))
+    throw ModelError(g.path() + ": tensor " + t.name + ": type " + type_name(t.type) + " is not supported");
+  std::vector<float> out(t.elements());
+  for (uint64_t r = 0; r < t.rows(); ++r)
+    dequantize_row(t.type, t.data + r * row_bytes(t.type, t.cols()), out.data() + r * t.cols(), t.cols());
+  return out;
+}
+
+}  // namespace
+
+ModelConfig config_from_gguf(const GgufFile& g) {
+  ModelConfig c;
+  c.arch_name = g.get_string("general.architecture");
+  c.arch = parse_arch(c.arch_name, g.path());
+  const std::string a = c.arch_name + ".";
+  c.name = g.find_string("general.name").value_or(std::filesystem::path(g.path()).stem().string());
+
+  c.hidden_size = to_u32(g, a + "embedding_length", g.get_uint(a + "embedding_length"));
+  c.num_hidden_layers = to_u32(g, a + "block_count", g.get_uint(a + "block_count"));
+  c.intermediate_size = uniform_u32(g, a + "feed_forward_length", {});
+  c.num_attention_heads = uniform_u32(g, a + "attention.head_count", {});
+  c.num_key_value_heads = uniform_u32(g, a + "attention.head_count_kv", c.num_attention_heads);
+  if (c.num_attention_heads == 0)
+    throw ModelError(g.path() + ": key '" + a + "attention.head_count': expected > 0, got 0");
+  c.head_dim = to_u32(g, a + "attention.key_length",
+                      g.get_uint(a + "attention.key_length", c.hidden_size / c.num_attention_heads));
+  const uint64_t value_length = g.get_uint(a + "attention.value_length", c.head_dim);
+  if (value_length != c.head_dim)
+    throw ModelError(g.path() + ": key '" + a + "attention.value_length': expected " + std::to_string(c.head_dim) +
+                     " (= key_length), got " + std::to_string(value_length));
+  c.rotary_dim = to_u32(g, a + "rope.dimension_count", g.get_uint(a + "rope.dimension_count", c.head_dim));
+  c.rope_theta = float(g.get_float(a + "rope.freq_base", 10000.0));
+  c.rms_norm_eps = float(g.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  c.max_position_embeddings = to_u32(g, a + "context_length", g.get_uint(a + "context_length", 2048));
+  // llama.cpp's converter permutes Q/K rows of `llama` so that adjacent-pair RoPE applies; the
+  // other architectures keep HF's layout and rotate halves.
+  c.rope_style = c.arch == Arch::Llama ? RopeStyle::Normal : RopeStyle::Neox;
+  c.qk_norm = c.arch == Arch::Qwen3;
+  c.tie_word_embeddings = g.find("output.weight") == nullptr;
+  c.attn_bias = g.find("blk.0.attn_q.bias") != nullptr;
+
+  // RoPE scaling. Llama 3 carries its factors as a tensor; Phi-3 longrope as two tensors plus an
+  // attention factor. Linear/YaRN scaling would change positions silently: refuse it.
+  const std::string scaling = g.find_string(a + "rope.scaling.type").value_or("none");
+  const double scale_factor = g.get_float(a + "rope.scaling.factor", 1.0);
+  if (scaling != "none" && !(scaling == "linear" && scale_factor == 1.0) && scaling != "longrope")
+    throw ModelError(g.path() + ": key '" + a + "rope.scaling.type': '" + scaling +
+                     "' RoPE scaling is not supported (supported: none, llama3 factors, Phi-3 longrope)");
+  if (const TensorView* t = g.find("rope_freqs.weight")) c.rope_freq_factors = tensor_as_floats(g, *t);
+  if (const TensorView* t = g.find("rope_factors_short.weight")) c.rope_freq_factors = tensor_as_floats(g, *t);
+  if (const TensorView* t = g.find("rope_factors_long.weight")) c.rope_freq_factors_long = tensor_as_floats(g, *t);
+  c.rope_attn_factor = float(g.get_float(a + "rope.scaling.attn_factor", 1.0));
+  c.rope_original_context = to_u32(g, a + "rope.scaling.original_context_length",
+                                   g.get_uint(a + "rope.scaling.original_context_length", 0));
+
+  // Token ids; -1 / absent when the file has none.
+  c.bos_token_id = int32_t(g.get_int("tokenizer.ggml.bos_token_id", -1));
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    const int64_t id = g.get_int(key, -1);
+    if (id >= 0 && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
+      c.eos_token_ids.push_back(int32_t(id));
+  }
+  if (const TensorView* t = g.find("token_embd.weight")) c.vocab_size = uint32_t(t->rows());
+  return c;
+}
+
+}  // namespace ztvm

@@ -1,0 +1,233 @@
+// ModelConfig from a Hugging Face config.json (+ generation_config.json), and HF tensor names ->
+// canonical GGUF names. Both config dialects are read: transformers >= 5 nests RoPE settings in
+// `rope_parameters`; 4.x has top-level `rope_theta`, `rope_scaling`, `partial_rotary_factor`.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/model_error.h"
+#include "model/model_file.h"
+
+namespace ztvm {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw ModelError(path.string() + ": cannot open");
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw ModelError(path.string() + ": invalid JSON: " + e.what());
+  }
+}
+
+// A present, non-null field of the right kind, or nullptr.
+const json* field(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+uint32_t get_u32(const json& cfg, const char* key, const std::string& src, std::optional<uint32_t> dflt = {}) {
+  const json* v = field(cfg, key);
+  if (!v && dflt) return *dflt;
+  if (!v) throw ModelError(src + ": missing '" + key + "'");
+  if (!v->is_number_unsigned() || v->get<uint64_t>() > 0xffffffffu)
+    throw ModelError(src + ": '" + key + "': expected a non-negative integer, got " + v->dump());
+  return v->get<uint32_t>();
+}
+
+double get_num(const json& obj, const char* key, const std::string& src, double dflt) {
+  const json* v = field(obj, key);
+  if (!v) return dflt;
+  if (!v->is_number()) throw ModelError(src + ": '" + key + "': expected a number, got " + v->dump());
+  return v->get<double>();
+}
+
+// eos_token_id is an int or a list of ints in both config.json and generation_config.json.
+void add_ids(const json* v, std::vector<int32_t>* ids, const std::string& src) {
+  if (!v) return;
+  std::vector<json> items = v->is_array() ? v->get<std::vector<json>>() : std::vector<json>{*v};
+  for (const json& item : items) {
+    if (!item.is_number_integer()) throw ModelError(src + ": 'eos_token_id': expected integers, got " + v->dump());
+    const int32_t id = item.get<int32_t>();
+    if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
+  }
+}
+
+std::string arch_from_hf(const json& cfg, const std::string& src) {
+  if (const json* t = field(cfg, "model_type"); t && t->is_string()) return t->get<std::string>();
+  static const std::pair<const char*, const char*> kClasses[] = {
+      {"LlamaForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"}};
+  if (const json* a = field(cfg, "architectures"); a && a->is_array() && !a->empty() && (*a)[0].is_string()) {
+    const std::string cls = (*a)[0].get<std::string>();
+    for (auto& [name, arch] : kClasses)
+      if (cls == name) return arch;
+    return cls;
+  }
+  throw ModelError(src + ": neither 'model_type' nor 'architectures' is set");
+}
+
+}  // namespace
+
+std::vector<float> llama3_rope_factors(uint32_t rotary_dim, float theta, float factor, float low_freq_factor,
+                                       float high_freq_factor, float original_context) {
+  // Wavelengths shorter than original/high_freq_factor keep their frequency, longer than
+  // original/low_freq_factor are divided by `factor`, and the band between is interpolated.
+  const double low_freq_wavelen = original_context / low_freq_factor;
+  const double high_freq_wavelen = original_context / high_freq_factor;
+  std::vector<float> out;
+  for (uint32_t i = 0; i < rotary_dim; i += 2) {
+    const float freq = 1.0f / std::pow(theta, float(i) / float(rotary_dim));
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < high_freq_wavelen) {
+      out.push_back(1.f);
+    } else if (wavelen > low_freq_wavelen) {
+      out.push_back(factor);
+    } else {
+      const double smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      out.push_back(float(1.0 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+ModelConfig parse_hf_config(const fs::path& root, const json& cfg, const std::string& src, const SafetensorsDir* st) {
+  ModelConfig c;
+  c.arch_name = arch_from_hf(cfg, src);
+  c.arch = parse_arch(c.arch_name, src);
+  c.name = (root.filename().empty() ? root.parent_path() : root).filename().string();
+
+  c.hidden_size = get_u32(cfg, "hidden_size", src);
+  c.num_hidden_layers = get_u32(cfg, "num_hidden_layers", src);
+  c.intermediate_size = get_u32(cfg, "intermediate_size", src);
+  c.num_attention_heads = get_u32(cfg, "num_attention_heads", src);
+  if (c.num_attention_heads == 0) throw ModelError(src + ": 'num_attention_heads' is 0");
+  c.num_key_value_heads = get_u32(cfg, "num_key_value_heads", src, c.num_attention_heads);
+  c.head_dim = get_u32(cfg, "head_dim", src, c.hidden_size / c.num_attention_heads);
+  c.vocab_size = get_u32(cfg, "vocab_size", src, 0);
+  c.rms_norm_eps = float(get_num(cfg, "rms_norm_eps", src, 1e-6));
+  c.max_position_embeddings = get_u32(cfg, "max_position_embeddings", src, 2048);
+  c.rope_style = RopeStyle::Neox;  // HF applies rotate_half to un-permuted weights
+  c.qk_norm = c.arch == Arch::Qwen3;
+  // Qwen2 always has q/k/v biases; Llama and Qwen3 make them optional via attention_bias.
+  const json* bias = field(cfg, "attention_bias");
+  c.attn_bias = c.arch == Arch::Qwen2 || (c.arch != Arch::Phi3 && bias && bias->is_boolean() && bias->get<bool>());
+  // Absent tie_word_embeddings: tied exactly when the checkpoint has no lm_head.
+  if (const json* tie = field(cfg, "tie_word_embeddings"); tie && tie->is_boolean()) c.tie_word_embeddings = tie->get<bool>();
+  else c.tie_word_embeddings = st && !st->find("lm_head.weight");
+
+  // RoPE: transformers 5 `rope_parameters`, else 4.x top-level fields and `rope_scaling`.
+  const json* params = field(cfg, "rope_parameters");
+  const json* scaling = params ? params : field(cfg, "rope_scaling");
+  c.rope_theta = float(get_num(params ? *params : cfg, "rope_theta", src, get_num(cfg, "rope_theta", src, 10000.0)));
+  const double partial = get_num(params ? *params : cfg, "partial_rotary_factor", src,
+                                 get_num(cfg, "partial_rotary_factor", src, 1.0));
+  c.rotary_dim = uint32_t(c.head_dim * partial);
+  std::string rope_type = "default";
+  if (scaling) {
+    if (const json* t = field(*scaling, "rope_type")) rope_type = t->get<std::string>();
+    else if (const json* t2 = field(*scaling, "type")) rope_type = t2->get<std::string>();
+  }
+  if (rope_type == "llama3") {
+    c.rope_freq_factors = llama3_rope_factors(
+        c.rotary_dim, c.rope_theta, float(get_num(*scaling, "factor", src, 8.0)),
+        float(get_num(*scaling, "low_freq_factor", src, 1.0)), float(get_num(*scaling, "high_freq_factor", src, 4.0)),
+        float(get_num(*scaling, "original_max_position_embeddings", src, 8192)));
+  } else if (rope_type == "longrope" || rope_type == "su") {
+    // Phi-3 long context: short factors apply up to the original context, long ones beyond; the
+    // attention factor compensates for the stretched positions, as HF and llama.cpp compute it.
+    const json* short_f = field(*scaling, "short_factor");
+    const json* long_f = field(*scaling, "long_factor");
+    if (!short_f || !long_f) throw ModelError(src + ": longrope needs 'short_factor' and 'long_factor'");
+    c.rope_freq_factors = short_f->get<std::vector<float>>();
+    c.rope_freq_factors_long = long_f->get<std::vector<float>>();
+    c.rope_original_context = uint32_t(get_num(*scaling, "original_max_position_embeddings", src,
+                                               get_num(cfg, "original_max_position_embeddings", src, 0)));
+    if (c.rope_original_context == 0) throw ModelError(src + ": longrope needs 'original_max_position_embeddings'");
+    const double scale = double(c.max_position_embeddings) / c.rope_original_context;
+    const double dflt = scale > 1 ? std::sqrt(1 + std::log(scale) / std::log(double(c.rope_original_context))) : 1.0;
+    c.rope_attn_factor = float(get_num(*scaling, "attention_factor", src, dflt));
+  } else if (rope_type != "default") {
+    throw ModelError(src + ": RoPE type '" + rope_type + "' is not supported (supported: default, llama3, longrope)");
+  }
+
+  // Special tokens: config.json, then generation_config.json (which often lists more eos ids).
+  if (const json* b = field(cfg, "bos_token_id"); b && b->is_number_integer()) c.bos_token_id = b->get<int32_t>();
+  add_ids(field(cfg, "eos_token_id"), &c.eos_token_ids, src);
+  if (fs::exists(root / "generation_config.json")) {
+    const json gen = read_json(root / "generation_config.json");
+    add_ids(field(gen, "eos_token_id"), &c.eos_token_ids, (root / "generation_config.json").string());
+    if (c.bos_token_id < 0)
+      if (const json* b = field(gen, "bos_token_id"); b && b->is_number_integer()) c.bos_token_id = b->get<int32_t>();
+  }
+  return c;
+}
+
+}  // namespace
+
+ModelConfig config_from_hf(const std::string& dir, const SafetensorsDir* st) {
+  const fs::path root(dir);
+  const std::string src = (root / "config.json").string();
+  const json cfg = read_json(root / "config.json");
+  try {
+    return parse_hf_config(root, cfg, src, st);
+  } catch (const json::exception& e) {  // a field of the wrong JSON type
+    throw ModelError(src + ": " + e.what());
+  }
+}
+
+std::map<std::string, TensorView> map_hf_tensors(const SafetensorsDir& st, const ModelConfig& config) {
+  static const std::pair<const char*, const char*> kLayerNames[] = {
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},     {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},     {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},     {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // Phi-3: fused, split later
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},       {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"mlp.gate_up_proj.weight", "ffn_gate_up.weight"},  // Phi-3: fused, split later
+  };
+  std::map<std::string, TensorView> out;
+  for (const TensorView& t : st.tensors()) {
+    std::string canonical;
+    const std::string& n = t.name;
+    if (n == "model.embed_tokens.weight") canonical = "token_embd.weight";
+    else if (n == "model.norm.weight") canonical = "output_norm.weight";
+    else if (n == "lm_head.weight") {
+      if (config.tie_word_embeddings) continue;  // tied: the head is token_embd
+      canonical = "output.weight";
+    } else if (n.rfind("model.layers.", 0) == 0) {
+      const size_t dot = n.find('.', 13);
+      const std::string num = n.substr(13, dot == std::string::npos ? std::string::npos : dot - 13);
+      const std::string rest = dot == std::string::npos ? "" : n.substr(dot + 1);
+      if (rest == "self_attn.rotary_emb.inv_freq") continue;  // a buffer HF recomputes anyway
+      const bool numeric = !num.empty() && num.size() < 6 && std::all_of(num.begin(), num.end(), ::isdigit);
+      for (auto& [hf, gguf] : kLayerNames)
+        if (numeric && rest == hf) canonical = "blk." + std::to_string(std::stoul(num)) + "." + gguf;
+      if (numeric && std::stoul(num) >= config.num_hidden_layers)
+        throw ModelError(st.dir() + ": tensor '" + n + "': layer " + num + " but num_hidden_layers is " +
+                         std::to_string(config.num_hidden_layers));
+    }
+    if (canonical.empty())
+      throw ModelError(st.dir() + ": unexpected tensor '" + n + "' for architecture " + config.arch_name +
+                       " (ztvm would ignore a weight the model uses)");
+    TensorView view = t;
+    view.name = canonical;
+    out[canonical] = view;
+  }
+  return out;
+}
+
+}  // namespace ztvm

@@ -1,0 +1,180 @@
+// open_model: source detection, canonical names, fused-tensor splitting, and validation of every
+// tensor's shape and type against the config, so the engine can trust what it is handed.
+#include "model/model_file.h"
+
+#include <filesystem>
+
+#include "model/model_error.h"
+
+namespace ztvm {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ArchName {
+  Arch arch;
+  const char* name;
+};
+constexpr ArchName kArchs[] = {{Arch::Llama, "llama"}, {Arch::Qwen2, "qwen2"}, {Arch::Qwen3, "qwen3"}, {Arch::Phi3, "phi3"}};
+
+// Rows [first, first + count) of a 2-D tensor: a contiguous byte range, whatever the type.
+TensorView row_slice(const TensorView& t, const std::string& name, uint64_t first, uint64_t count) {
+  TensorView v = t;
+  v.name = name;
+  const uint64_t rb = row_bytes(t.type, t.cols());
+  v.ne = {t.cols(), count};
+  v.data = t.data + first * rb;
+  v.nbytes = count * rb;
+  return v;
+}
+
+// Phi-3 stores Q, K, V as one matrix and gate, up as another; expose the parts as views.
+void split_fused(ModelFile& m) {
+  const ModelConfig& c = m.config;
+  const uint64_t q_rows = uint64_t(c.num_attention_heads) * c.head_dim;
+  const uint64_t kv_rows = uint64_t(c.num_key_value_heads) * c.head_dim;
+  for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
+    // GGUF phi3 names the fused gate+up tensor ffn_up; recognise it by its doubled row count.
+    const std::string up = layer_tensor(l, "ffn_up");
+    if (c.arch == Arch::Phi3 && m.gguf && !m.find(layer_tensor(l, "ffn_gate"))) {
+      auto it = m.tensors.find(up);
+      if (it != m.tensors.end() && it->second.ne.size() == 2 && it->second.rows() == 2ull * c.intermediate_size) {
+        TensorView fused = it->second;
+        fused.name = layer_tensor(l, "ffn_gate_up");
+        m.tensors.erase(it);
+        m.tensors[fused.name] = fused;
+      }
+    }
+    if (const TensorView* qkv = m.find(layer_tensor(l, "attn_qkv"))) {
+      if (qkv->ne.size() != 2 || qkv->cols() != c.hidden_size || qkv->rows() != q_rows + 2 * kv_rows)
+        throw ModelError(m.path + ": tensor " + qkv->name + ": expected shape " +
+                         shape_to_string({c.hidden_size, q_rows + 2 * kv_rows}) + ", got " + qkv->shape_str());
+      const TensorView fused = *qkv;
+      m.tensors[layer_tensor(l, "attn_q")] = row_slice(fused, layer_tensor(l, "attn_q"), 0, q_rows);
+      m.tensors[layer_tensor(l, "attn_k")] = row_slice(fused, layer_tensor(l, "attn_k"), q_rows, kv_rows);
+      m.tensors[layer_tensor(l, "attn_v")] = row_slice(fused, layer_tensor(l, "attn_v"), q_rows + kv_rows, kv_rows);
+    }
+    if (const TensorView* gate_up = m.find(layer_tensor(l, "ffn_gate_up"))) {
+      const uint64_t ff = c.intermediate_size;
+      if (gate_up->ne.size() != 2 || gate_up->cols() != c.hidden_size || gate_up->rows() != 2 * ff)
+        throw ModelError(m.path + ": tensor " + gate_up->name + ": expected shape " +
+                         shape_to_string({c.hidden_size, 2 * ff}) + ", got " + gate_up->shape_str());
+      const TensorView fused = *gate_up;
+      m.tensors[layer_tensor(l, "ffn_gate")] = row_slice(fused, layer_tensor(l, "ffn_gate"), 0, ff);  // gate first
+      m.tensors[up] = row_slice(fused, up, ff, ff);
+    }
+  }
+}
+
+void check_config(const ModelFile& m) {
+  const ModelConfig& c = m.config;
+  auto fail = [&](const std::string& what) { throw ModelError(m.path + ": invalid config: " + what); };
+  if (c.hidden_size == 0 || c.num_hidden_layers == 0 || c.intermediate_size == 0 || c.head_dim == 0)
+    fail("hidden_size, num_hidden_layers, intermediate_size and head_dim must be > 0");
+  if (c.num_key_value_heads == 0 || c.num_attention_heads % c.num_key_value_heads != 0)
+    fail("num_attention_heads " + std::to_string(c.num_attention_heads) + " is not a multiple of num_key_value_heads " +
+         std::to_string(c.num_key_value_heads));
+  if (c.rotary_dim == 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)
+    fail("rotary_dim " + std::to_string(c.rotary_dim) + " must be even and in 2.." + std::to_string(c.head_dim));
+  for (const auto* factors : {&c.rope_freq_factors, &c.rope_freq_factors_long})
+    if (!factors->empty() && factors->size() != c.rotary_dim / 2)
+      fail("RoPE frequency factors: expected " + std::to_string(c.rotary_dim / 2) + " values, got " +
+           std::to_string(factors->size()));
+}
+
+// Every tensor the forward pass reads: present (unless optional), the expected shape, a type we compute with.
+void check_tensors(const ModelFile& m) {
+  const ModelConfig& c = m.config;
+  const uint64_t d = c.hidden_size, ff = c.intermediate_size, v = c.vocab_size;
+  const uint64_t q = uint64_t(c.num_attention_heads) * c.head_dim, kv = uint64_t(c.num_key_value_heads) * c.head_dim;
+  auto expect = [&](const std::string& name, std::vector<uint64_t> shape, bool required) {
+    const TensorView* t = m.find(name);
+    if (!t) {
+      if (required && name == "token_embd.weight") throw ModelError(m.path + ": missing tensor " + name);
+      if (required) throw ModelError(m.path + ": missing tensor " + name + " (expected shape " + shape_to_string(shape) + ")");
+      return;
+    }
+    if (t->ne != shape)
+      throw ModelError(m.path + ": tensor " + name + ": expected shape " + shape_to_string(shape) + ", got " + t->shape_str());
+    if (!type_supported(t->type))
+      throw ModelError(m.path + ": tensor " + name + ": type " + type_name(t->type) +
+                       " is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+  };
+  expect("token_embd.weight", {d, v}, true);
+  expect("output_norm.weight", {d}, true);
+  expect("output.weight", {d, v}, !c.tie_word_embeddings);
+  expect("rope_freqs.weight", {c.rotary_dim / 2}, false);
+  for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
+    auto n = [&](const char* role, const char* suffix = "weight") { return layer_tensor(l, role, suffix); };
+    expect(n("attn_norm"), {d}, true);
+    expect(n("attn_q"), {d, q}, true);
+    expect(n("attn_k"), {d, kv}, true);
+    expect(n("attn_v"), {d, kv}, true);
+    expect(n("attn_output"), {q, d}, true);
+    expect(n("attn_q", "bias"), {q}, c.attn_bias);
+    expect(n("attn_k", "bias"), {kv}, c.attn_bias);
+    expect(n("attn_v", "bias"), {kv}, c.attn_bias);
+    expect(n("attn_q_norm"), {c.head_dim}, c.qk_norm);
+    expect(n("attn_k_norm"), {c.head_dim}, c.qk_norm);
+    expect(n("ffn_norm"), {d}, true);
+    expect(n("ffn_gate"), {d, ff}, true);
+    expect(n("ffn_up"), {d, ff}, true);
+    expect(n("ffn_down"), {ff, d}, true);
+  }
+}
+
+}  // namespace
+
+const char* supported_architectures() { return "llama, qwen2, qwen3, phi3"; }
+
+Arch parse_arch(const std::string& name, const std::string& source) {
+  for (const ArchName& a : kArchs)
+    if (name == a.name) return a.arch;
+  throw ModelError(source + ": unknown architecture '" + name + "' (supported: " + supported_architectures() + ")");
+}
+
+std::string layer_tensor(uint32_t layer, const char* role, const char* suffix) {
+  return "blk." + std::to_string(layer) + "." + role + "." + suffix;
+}
+
+const TensorView* ModelFile::find(const std::string& name) const {
+  auto it = tensors.find(name);
+  return it == tensors.end() ? nullptr : &it->second;
+}
+
+const TensorView& ModelFile::get(const std::string& name) const {
+  const TensorView* t = find(name);
+  if (!t) throw ModelError(path + ": missing tensor '" + name + "'");
+  return *t;
+}
+
+std::unique_ptr<ModelFile> open_model(const std::string& path) {
+  auto m = std::make_unique<ModelFile>();
+  m->path = path;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (!fs::exists(fs::path(path) / "config.json"))
+      throw ModelError(path + ": not a model directory (no config.json)");
+    m->safetensors = SafetensorsDir::open(path);
+    m->config = config_from_hf(path, m->safetensors.get());
+    m->tensors = map_hf_tensors(*m->safetensors, m->config);
+    // The embedding defines the vocabulary; config.json must agree with it.
+    if (const TensorView* e = m->find("token_embd.weight")) {
+      if (m->config.vocab_size != 0 && e->ne.size() == 2 && m->config.vocab_size != e->rows())
+        throw ModelError(path + ": tensor token_embd.weight (model.embed_tokens.weight): expected " +
+                         std::to_string(m->config.vocab_size) + " rows (config vocab_size), got " + std::to_string(e->rows()));
+      m->config.vocab_size = uint32_t(e->rows());
+    }
+  } else {
+    m->gguf = GgufFile::open(path);
+    m->config = config_from_gguf(*m->gguf);
+    for (const TensorView& t : m->gguf->tensors()) m->tensors[t.name] = t;
+  }
+  check_config(*m);
+  split_fused(*m);
+  check_tensors(*m);
+  return m;
+}
+
+}  // namespace ztvm

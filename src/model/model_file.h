@@ -1,0 +1,60 @@
+// A model ready for the engine: its ModelConfig plus every weight under its canonical GGUF name,
+// whatever the source (a .gguf file or a Hugging Face safetensors directory).
+//
+// Canonical names: token_embd.weight, output_norm.weight, output.weight (absent when tied),
+// rope_freqs.weight (optional), rope_factors_long/short.weight (Phi-3 longrope, optional),
+// blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm, ffn_norm,
+// ffn_gate, ffn_up, ffn_down}.weight, blk.N.attn_{q,k,v}.bias. When the source stores fused
+// tensors (Phi-3), attn_q/k/v and ffn_gate/ffn_up are row-range views into them, and the fused
+// tensor is also listed as blk.N.attn_qkv.weight ([hidden, q+k+v rows]) and
+// blk.N.ffn_gate_up.weight ([hidden, 2*ff], gate rows first).
+//
+// Tensor values are always in the source's RoPE convention: config.rope_style says which.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+
+#include "model/config.h"
+#include "model/gguf.h"
+#include "model/safetensors.h"
+#include "model/tensor.h"
+
+namespace ztvm {
+
+struct ModelFile {
+  ModelConfig config;
+  std::string path;
+  std::map<std::string, TensorView> tensors;     // canonical GGUF names
+  std::unique_ptr<GgufFile> gguf;                // set when the source is GGUF (tokenizer metadata lives there)
+  std::unique_ptr<SafetensorsDir> safetensors;   // set when the source is an HF directory
+
+  // Throws ModelError "PATH: missing tensor 'NAME'" when absent.
+  const TensorView& get(const std::string& name) const;
+  const TensorView* find(const std::string& name) const;
+  bool from_hf() const { return safetensors != nullptr; }
+};
+
+// "blk.3.attn_q.weight": the canonical name of a per-layer tensor.
+std::string layer_tensor(uint32_t layer, const char* role, const char* suffix = "weight");
+
+// Opens a .gguf file or an HF directory, fills the config, maps names, splits fused tensors and
+// validates every tensor's shape and type against the config. Throws ModelError.
+std::unique_ptr<ModelFile> open_model(const std::string& path);
+
+// Comma-separated list of the architectures open_model accepts: "llama, qwen2, qwen3, phi3".
+const char* supported_architectures();
+// Parses an architecture name; throws ModelError "SOURCE: unknown architecture 'X' (supported: ...)".
+Arch parse_arch(const std::string& name, const std::string& source);
+
+// Internal steps of open_model, exposed for tests and the converter.
+ModelConfig config_from_gguf(const GgufFile& gguf);                 // gguf_config.cpp
+// st, when given, decides tie_word_embeddings if config.json omits it (tied iff no lm_head).
+ModelConfig config_from_hf(const std::string& dir, const SafetensorsDir* st = nullptr);  // hf_config.cpp
+// HF tensor names -> canonical names (fused Phi-3 tensors keep the name attn_qkv / ffn_gate_up).
+std::map<std::string, TensorView> map_hf_tensors(const SafetensorsDir& st, const ModelConfig& config);
+// Llama 3 "llama3" RoPE scaling: per-pair frequency divisors, rotary_dim / 2 of them.
+std::vector<float> llama3_rope_factors(uint32_t rotary_dim, float theta, float factor, float low_freq_factor,
+                                       float high_freq_factor, float original_context);
+
+}  // namespace ztvm
