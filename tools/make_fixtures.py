@@ -55,7 +55,7 @@ NORM_NOISE = 0.1  # norm weights = 1 + N(0, NORM_NOISE)
 COMMON = dict(
     vocab_size=VOCAB,
     hidden_size=256,
-    intermediate_size=512,
+    intermediate_size=256,
     num_hidden_layers=2,
     max_position_embeddings=512,
     rms_norm_eps=1e-5,

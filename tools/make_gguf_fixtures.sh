@@ -48,7 +48,9 @@ for model_dir in "$models"/*/; do
     mkdir -p "$out/$name"
     for type in $types; do
         gguf="$out/$name/$name-$type.gguf"
-        "$ztvm" convert "$model_dir" -o "$gguf" --type "$type" --vocab "$vocab"
+        "$ztvm" convert "$model_dir" -o "$gguf" --type "$type" --vocab "$vocab" --name "ztvm-fixture"
+        # Tests convert again and compare against this digest before trusting the references.
+        sha256sum "$gguf" | cut -d' ' -f1 > "$out/$name/$name-$type.sha256"
         # One thread, F32 KV cache, no BOS added: see dump_logits.cpp.
         "$dump" -m "$gguf" --ids "$ids" -o "$out/$name/llamacpp_logits_$type.npy" --greedy 24 \
             > "$out/$name/dump_$type.log"

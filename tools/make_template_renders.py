@@ -17,6 +17,9 @@ Conversation files are shaped like an OpenAI chat request: {"messages": [...], "
 llama-server accept them)}. Variables passed to every render: see BASE_VARS.
 
 Run from the repository root (no network needed):  python3 tools/make_template_renders.py
+On the GPU machine ../shared does not travel: copy the templates into .cache/chat-templates (an
+ignored folder, carried with the run) and write to $OUT, then copy the results back:
+  python3 tools/make_template_renders.py --templates .cache/chat-templates --out $OUT/expected
 --jinja2-fallback renders with plain jinja2 configured like transformers, for development on a
 machine without transformers; the manifest then says so, and such renders are not a reference.
 """
@@ -40,6 +43,7 @@ def find_templates_dir(explicit):
     candidates = [explicit] if explicit else [
         os.path.join(REPO, "..", "shared", "testdata", "chat-templates"),
         os.path.join(REPO, "shared", "testdata", "chat-templates"),
+        os.path.join(REPO, ".cache", "chat-templates"),
     ]
     for c in candidates:
         if c and os.path.isdir(c) and glob.glob(os.path.join(c, "*.jinja")):
@@ -100,6 +104,12 @@ def main():
 
     templates_dir = find_templates_dir(args.templates)
     render, generator = jinja2_renderer() if args.jinja2_fallback else transformers_renderer()
+    # The renderer must pass every variable through; otherwise each render would "fail" and the
+    # manifest would be a list of bogus errors. Check once, loudly.
+    probe = render("{{ messages[0].content }}|{{ add_generation_prompt }}|{{ bos_token }}|{{ tools }}",
+                   [{"role": "user", "content": "hi"}], None, True, dict(BASE_VARS))
+    if probe != "hi|True|<s>|None":
+        sys.exit("renderer self-check failed: got %r, expected 'hi|True|<s>|None'" % probe)
     conv_files = sorted(glob.glob(os.path.join(CONV_DIR, "*.json")))
     if not conv_files:
         sys.exit("no conversations in " + CONV_DIR)
@@ -139,6 +149,8 @@ def main():
         json.dump(manifest, f, ensure_ascii=False, indent=1)
         f.write("\n")
     print("%s: %d renders, %d template errors -> %s" % (generator, n_ok, n_err, args.out))
+    if n_ok == 0:
+        sys.exit("every render failed: the renderer, not the templates, is broken")
 
 
 if __name__ == "__main__":

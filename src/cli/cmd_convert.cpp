@@ -19,6 +19,8 @@ int run_convert(int argc, char** argv) {
   app.add_option("model", model_path, "input: a .gguf file or a directory with config.json + *.safetensors")->required();
   app.add_option("-o,--output", out_path, "output .gguf path")->required();
   app.add_option("--type", type_str, "element type: F32, F16, BF16, Q8_0, Q4_0, Q4_K (default F16)");
+  std::string name;
+  app.add_option("--name", name, "general.name to write (default: the source's name)");
   app.add_option("--vocab", vocab_path, "GGUF file whose tokenizer.* metadata is copied into the output");
   CLI11_PARSE(app, argc, argv);
 
@@ -31,6 +33,7 @@ int run_convert(int argc, char** argv) {
 
   const auto start = std::chrono::steady_clock::now();
   ConvertOptions options;
+  options.name = name;
   // One self-overwriting line on a terminal; one line per tensor when stderr is a log file.
   const bool tty = isatty(fileno(stderr));
   options.progress = [tty](size_t i, size_t n, const std::string& name, GgmlType t) {

@@ -135,7 +135,7 @@ void convert_model(const ModelFile& in, const std::string& out_path, GgmlType ty
   const std::string a = c.arch_name + ".";
   GgufWriter w;
   w.set_string("general.architecture", c.arch_name);
-  w.set_string("general.name", c.name);
+  w.set_string("general.name", options.name.empty() ? c.name : options.name);
   w.set_u32("general.file_type", gguf_file_type(type));
   if (block_elems(type) > 1) w.set_u32("general.quantization_version", 2);
   w.set_u32(a + "context_length", c.max_position_embeddings);

@@ -12,6 +12,7 @@ namespace ztvm {
 struct ConvertOptions {
   // Called before each tensor is written: (index, count, name, type written).
   std::function<void(size_t, size_t, const std::string&, GgmlType)> progress;
+  std::string name;  // general.name; empty: the source's name
 };
 
 // Writes `in` as a GGUF file of element type `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K).
