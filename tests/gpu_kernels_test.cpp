@@ -119,16 +119,18 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Kernels, GatedMatmulMatchesCpu) {
   gpu::Kernels k(device());
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16}) {
-    EncodedMatrix gate(t, 48, 256, 3), up(t, 48, 256, 4);
-    std::vector<float> x = random_vec(5 * 256, 5);
-    Matrix m = upload_gated(device(), "test.gate_up", gate.view, up.view);
-    gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.h", 5 * 48 * 4);
-    gpu::Buffer step = step_buffer(0, 5);
-    Graph g;
-    GraphBuilder(k, g, step).matmul(y, xb, m);
-    run(g, 0, 5);
-    std::vector<float> want = ref::gated_matmul(gate.ref(), up.ref(), x);
-    EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t);
+    for (uint32_t T : {1u, 5u}) {  // decode (matvec kernel) and prefill (matmul kernel)
+      EncodedMatrix gate(t, 48, 256, 3), up(t, 48, 256, 4);
+      std::vector<float> x = random_vec(T * 256, 5);
+      Matrix m = upload_gated(device(), "test.gate_up", gate.view, up.view);
+      gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.h", T * 48 * 4);
+      gpu::Buffer step = step_buffer(0, T);
+      Graph g;
+      GraphBuilder(k, g, step).matmul(y, xb, m);
+      run(g, 0, T);
+      std::vector<float> want = ref::gated_matmul(gate.ref(), up.ref(), x);
+      EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << " T=" << T;
+    }
   }
 }
 

@@ -311,3 +311,61 @@ TEST(Gguf, ModelLevelErrors) {
   expect_model_error([&] { open_model(dir.file("empty.gguf")); }, {"not a GGUF file", "0 bytes"});
   expect_model_error([&] { open_model(dir.file("does-not-exist.gguf")); }, {"does-not-exist.gguf", "cannot open"});
 }
+
+// v2 has the v3 layout (v3 only added big-endian files); bad alignments are rejected.
+TEST(Gguf, Version2AndAlignmentKey) {
+  TempDir dir;
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.add_tensor_f32("t", GgmlType::F32, {8}, std::vector<float>(8, 1.f));
+  w.write(dir.file("v3.gguf"));
+  std::vector<uint8_t> bytes = read_bytes(dir.file("v3.gguf"));
+  bytes[4] = 2;
+  write_bytes(dir.file("v2.gguf"), bytes);
+  auto g = GgufFile::open(dir.file("v2.gguf"));
+  EXPECT_EQ(g->version(), 2u);
+  EXPECT_EQ(values(*g->find("t")), std::vector<float>(8, 1.f));
+
+  GgufWriter bad;
+  EXPECT_THROW(bad.set("general.alignment", GgufValue::of_uint(GgufValueType::U32, 48)), ModelError);
+  // A file whose alignment key is not a power of two (written by patching a valid one).
+  GgufWriter w2;
+  w2.set_u32("general.alignment", 64);
+  w2.write(dir.file("a64.gguf"));
+  bytes = read_bytes(dir.file("a64.gguf"));
+  const size_t at = 24 + 8 + 17 + 4;  // header, key length, "general.alignment", type: the u32 value
+  ASSERT_EQ(bytes[at], 64);
+  bytes[at] = 48;
+  write_bytes(dir.file("a48.gguf"), bytes);
+  expect_model_error([&] { GgufFile::open(dir.file("a48.gguf")); }, {"general.alignment", "power of two", "48"});
+}
+
+// Random byte mutations of the header region: every outcome is a loaded model or a ModelError.
+TEST(Gguf, RandomMutationsNeverCrash) {
+  TempDir dir;
+  const std::vector<uint8_t> good = read_bytes(kStories + "stories260K-Q4_0.gguf");
+  auto g = GgufFile::open(kStories + "stories260K-Q4_0.gguf");
+  const size_t header = g->data_offset();
+  std::mt19937 rng(2024);
+  int errors = 0, loaded = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    std::vector<uint8_t> bytes = good;
+    const int flips = 1 + int(rng() % 4);
+    for (int k = 0; k < flips; ++k) {
+      // Half the mutations hit the fixed header and the tensor infos at the end of the header,
+      // where counts, types and offsets live; the rest land anywhere before the data.
+      const size_t at = (k % 2) ? rng() % header : (rng() % 2 ? rng() % 32 : header - 1 - rng() % 1500);
+      bytes[at] = uint8_t(rng());
+    }
+    const std::string path = dir.file("mut.gguf");
+    write_bytes(path, bytes);
+    try {
+      open_model(path);
+      ++loaded;
+    } catch (const ModelError&) {
+      ++errors;
+    }
+  }
+  std::printf("  400 mutated files: %d ModelError, %d still loadable\n", errors, loaded);
+  EXPECT_GT(errors, 100);
+}

@@ -27,6 +27,10 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       rec.copy(*d.src, (uint64_t)(n_tokens - 1) * d.b * 4, *d.dst, 0, (uint64_t)d.b * 4);
       continue;
     }
+    if (d.single && n_tokens == 1) {
+      rec.dispatch(*d.single, d.single_group, d.single_groups);
+      continue;
+    }
     uint32_t groups = d.a;
     switch (d.grid) {
       case Grid::Fixed: break;
@@ -72,6 +76,16 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     if (w.gated) c["GATED"] = 1;
     add({"matmul", {{"WEIGHT", weight_snippet(p.type)}}, c}, {y, x, p.buf, *step_}, Grid::MatmulTiles, p.rows, 0,
         p.buf.size());
+    if (w.cols % 32 == 0) {  // decode: the matvec kernel (rows of whole 32-element units)
+      std::map<std::string, double> mc = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0}};
+      if (w.gated) mc["GATED"] = 1;
+      std::string snippet = weight_snippet(p.type);
+      const gpu::Pipeline& mv = k_.get({"matvec", {{"WEIGHT", snippet}, {"DOT", "dot_" + snippet.substr(7)}}, mc});
+      Dispatch& d = g_.ops.back();
+      d.single = &mv;
+      d.single_group = k_.device().bind(mv, {y, x, p.buf}, "matvec:" + y.label());
+      d.single_groups = (p.rows + 7) / 8;
+    }
   }
 }
 

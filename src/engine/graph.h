@@ -28,6 +28,10 @@ struct Dispatch {
   gpu::BindGroup group;
   Grid grid = Grid::Fixed;
   uint32_t a = 1, b = 0;
+  // A variant for single-token passes (decode), with a fixed grid of `single_groups`.
+  const gpu::Pipeline* single = nullptr;
+  gpu::BindGroup single_group;
+  uint32_t single_groups = 0;
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;

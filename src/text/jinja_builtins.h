@@ -31,6 +31,9 @@ List iterate(const Value& v);
 // strftime_now (local time, C strftime format).
 Dict builtin_globals();
 
+// HTML escaping as markupsafe does it (& < > " ' -> &amp; &lt; &gt; &#34; &#39;).
+std::string html_escape(const std::string& s);
+
 // Throws the UndefinedError-style message an Undefined carries ("'x' is undefined").
 [[noreturn]] void fail_undefined(const Value& v);
 

@@ -76,7 +76,12 @@ Value arith(const std::string& op, const Value& l, const Value& r) {
       return Value(std::pow(l.get_float(), r.get_float()));
     }
   }
-  if (op == "+" && l.is_string() && r.is_string()) return Value(l.str() + r.str());
+  if (op == "+" && l.is_string() && r.is_string()) {
+    // Markup + str escapes the plain side (markupsafe), so `'x'|safe + text` HTML-escapes text.
+    if (l.is_safe() || r.is_safe())
+      return Value::markup((l.is_safe() ? l.str() : html_escape(l.str())) + (r.is_safe() ? r.str() : html_escape(r.str())));
+    return Value(l.str() + r.str());
+  }
   if (op == "+" && l.is_list() && r.is_list() && l.is_tuple() == r.is_tuple()) {
     List out = l.list();
     out.insert(out.end(), r.list().begin(), r.list().end());
@@ -116,8 +121,8 @@ class Evaluator {
   std::string run(const Body& body, const Dict& variables) {
     Frame globals;
     Dict builtins = builtin_globals();
-    for (auto& [k, v] : builtins.entries()) globals.vars[k] = v;
-    for (auto& [k, v] : variables.entries()) globals.vars[k] = v;
+    for (auto& [k, v] : builtins.entries()) globals.vars[k.str()] = v;
+    for (auto& [k, v] : variables.entries()) globals.vars[k.to_str()] = v;
     Frame top{&globals, {}};
     std::string out;
     exec(body, top, out);
@@ -126,6 +131,10 @@ class Evaluator {
 
  private:
   enum class Flow { Normal, Break, Continue };
+  // Runaway macro recursion (Command-R's json_to_python_type recurses forever on a type named by a
+  // plain string) must end in an error, as Python's RecursionError does, not a stack overflow.
+  static constexpr int kMaxMacroDepth = 200;
+  int macro_depth_ = 0;
   Value block_input_;  // the captured text a {% filter %} / {% set x | f %} chain starts from
 
   Flow exec(const Body& body, Frame& f, std::string& out) {
@@ -278,6 +287,13 @@ class Evaluator {
         else if (p.default_value) scope.vars[p.name] = eval(*p.default_value, scope);
         else scope.vars[p.name] = Value::undefined("parameter '" + p.name + "' was not provided");
       }
+      if (macro_depth_ >= kMaxMacroDepth)
+        throw TemplateError("maximum recursion depth exceeded in macro '" + macro->text + "'");
+      macro_depth_++;
+      struct Leave {
+        int& depth;
+        ~Leave() { depth--; }
+      } leave{macro_depth_};
       return Value(capture(macro->body, scope));
     });
   }
@@ -334,8 +350,9 @@ class Evaluator {
         Dict d;
         for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
           Value k = eval(*e.items[i], f);
-          if (!k.is_string()) throw TemplateError("dict literal keys must be strings, got " + k.type_name());
-          d.set(k.str(), eval(*e.items[i + 1], f));
+          if (k.is_dict() || k.is_namespace() || k.is_undefined() || (k.is_list() && !k.is_tuple()))
+            throw TemplateError("unhashable type: '" + k.type_name() + "'");
+          d.set(std::move(k), eval(*e.items[i + 1], f));
         }
         return Value(std::move(d));
       }

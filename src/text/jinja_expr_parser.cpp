@@ -25,7 +25,7 @@ std::string ExprParser::describe(const Token& t) {
   }
 }
 
-[[noreturn]] void fail(const Token& t, const std::string& msg) const {
+void ExprParser::fail(const Token& t, const std::string& msg) const {
   throw TemplateError(std::to_string(t.line) + ":" + std::to_string(t.col) + ": " + msg);
 }
 
@@ -58,6 +58,14 @@ ExprPtr ExprParser::node(ExprKind kind, const Token& at) {
   return e;
 }
 
+struct ExprParser::Nest {
+  ExprParser& p;
+  explicit Nest(ExprParser& parser) : p(parser) {
+    if (++p.depth_ > 200) p.fail(p.cur(), "expression nested too deeply");
+  }
+  ~Nest() { p.depth_--; }
+};
+
 // `a, b` makes a tuple; a single expression stays itself.
 ExprPtr ExprParser::parse_tuple(bool with_condexpr, bool single_only) {
   const Token& at = cur();
@@ -76,6 +84,7 @@ ExprPtr ExprParser::parse_tuple(bool with_condexpr, bool single_only) {
 
 // `x if cond else y`; the else part is optional (missing means Undefined).
 ExprPtr ExprParser::parse_expression(bool with_condexpr) {
+  Nest nest(*this);
   if (!with_condexpr) return parse_or();
   ExprPtr expr = parse_or();
   while (is_name("if")) {
@@ -119,6 +128,7 @@ ExprPtr ExprParser::parse_and() {
 
 // `not` binds looser than comparisons: `not a in b` is `not (a in b)`.
 ExprPtr ExprParser::parse_not() {
+  Nest nest(*this);
   if (is_name("not")) {
     auto e = node(ExprKind::Not, next());
     e->a = parse_not();
@@ -180,6 +190,7 @@ ExprPtr ExprParser::parse_pow() { return binary_level([this] { return parse_unar
 // Unary minus applies before postfix and filters are attached to the result, as in Jinja:
 // `-x|abs` is abs(-x).
 ExprPtr ExprParser::parse_unary(bool with_filter) {
+  Nest nest(*this);
   ExprPtr e;
   if (is_op("-") || is_op("+")) {
     e = node(is_op("-") ? ExprKind::Neg : ExprKind::Pos, cur());

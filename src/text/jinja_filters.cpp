@@ -75,7 +75,7 @@ Value f_tojson(const Value& in, Args& a) {
 
 Value f_length(const Value& in, Args&) { return Value(length_of(in)); }
 Value f_string(const Value& in, Args&) { return Value(in.to_str()); }
-Value f_safe(const Value& in, Args&) { return in; }
+Value f_safe(const Value& in, Args&) { return in.is_safe() ? in : Value::markup(in.to_str()); }
 Value f_upper(const Value& in, Args&) { return Value(pystr::upper(in.to_str())); }
 Value f_lower(const Value& in, Args&) { return Value(pystr::lower(in.to_str())); }
 Value f_capitalize(const Value& in, Args&) { return Value(pystr::capitalize(in.to_str())); }
@@ -132,7 +132,7 @@ Value f_items(const Value& in, Args&) {
   if (in.is_undefined()) return Value(List{});
   if (!in.is_dict()) throw TemplateError("items: can only get item pairs from a mapping, not " + in.type_name());
   List out;
-  for (auto& [k, v] : in.dict().entries()) out.push_back(Value::tuple({Value(k), v}));
+  for (auto& [k, v] : in.dict().entries()) out.push_back(Value::tuple({k, v}));
   return Value(std::move(out));
 }
 
@@ -282,9 +282,14 @@ Value f_indent(const Value& in, Args& a) {
   return Value(out);
 }
 
-Value f_escape(const Value& in, Args&) {
+Value f_escape(const Value& in, Args&) { return in.is_safe() ? in : Value::markup(html_escape(in.to_str())); }
+
+}  // namespace
+
+// markupsafe's escape(): the five HTML-special characters.
+std::string html_escape(const std::string& s) {
   std::string out;
-  for (char c : in.to_str()) {
+  for (char c : s) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -294,8 +299,10 @@ Value f_escape(const Value& in, Args&) {
       default: out += c;
     }
   }
-  return Value(out);
+  return out;
 }
+
+namespace {
 
 Value f_attr(const Value& in, Args& a) { return get_attr(in, need(a, 0, "name", "attr").to_str()); }
 
@@ -325,6 +332,7 @@ Args rest_args(Args& a, size_t from) {
 // value's truthiness decides.
 Value select_impl(const Value& in, Args& a, bool by_attr, bool keep) {
   List out;
+  if (!in.truthy()) return Value(std::move(out));  // Jinja yields nothing for a falsy input, even None
   size_t test_pos = by_attr ? 1 : 0;
   std::string attr = by_attr ? need(a, 0, "attribute", "selectattr").to_str() : "";
   for (auto& item : iterate(in)) {
@@ -348,6 +356,7 @@ Value f_rejectattr(const Value& in, Args& a) { return select_impl(in, a, true, f
 // map(attribute='x', default=...) or map('filter', args...).
 Value f_map(const Value& in, Args& a) {
   List out;
+  if (!in.truthy()) return Value(std::move(out));  // as select: None maps to nothing
   const Value* attr = a.get(99, "attribute");
   for (auto& item : iterate(in)) {
     if (attr) {

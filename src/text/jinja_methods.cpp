@@ -44,8 +44,8 @@ Value get_item(const Value& obj, const Value& key) {
   } else if (obj.is_string() && (key.is_int() || key.is_bool())) {
     std::u32string cps = pystr::decode(obj.str());
     if (resolve_index(key.get_int(), cps.size(), at)) return Value(pystr::encode(cps.substr(at, 1)));
-  } else if ((obj.is_dict() || obj.is_namespace()) && key.is_string()) {
-    if (const Value* v = obj.dict().find(key.str())) return *v;
+  } else if (obj.is_dict() || obj.is_namespace()) {
+    if (const Value* v = obj.dict().find(key)) return *v;
   }
   return Value::undefined(object_name(obj) + " has no element " + key.repr());
 }
@@ -103,7 +103,7 @@ bool contains(const Value& container, const Value& item) {
         if (equals(e, item)) return true;
       return false;
     case Value::Kind::Dict:
-      return item.is_string() && container.dict().find(item.str()) != nullptr;
+      return container.dict().find(item) != nullptr;
     default:
       throw TemplateError("argument of type '" + container.type_name() + "' is not iterable");
   }
@@ -115,7 +115,7 @@ List iterate(const Value& v) {
     case Value::Kind::List: return v.list();
     case Value::Kind::Dict: {
       List keys;
-      for (auto& e : v.dict().entries()) keys.push_back(Value(e.first));
+      for (auto& e : v.dict().entries()) keys.push_back(e.first);
       return keys;
     }
     case Value::Kind::String: {
@@ -261,19 +261,19 @@ static std::optional<Value> dict_method(const Dict& d, const std::string& name, 
   if (name == "get") {
     const Value* key = a.get(0, "key");
     if (!key) throw TemplateError("get() takes at least 1 argument");
-    const Value* found = key->is_string() ? d.find(key->str()) : nullptr;
+    const Value* found = d.find(*key);
     if (found) return *found;
     const Value* def = a.get(1, "default");
     return def ? *def : Value(nullptr);  // Python's dict.get default is None, not Undefined
   }
   if (name == "items") {
     List l;
-    for (auto& [k, v] : d.entries()) l.push_back(Value::tuple({Value(k), v}));
+    for (auto& [k, v] : d.entries()) l.push_back(Value::tuple({k, v}));
     return Value(std::move(l));
   }
   if (name == "keys" || name == "values") {
     List l;
-    for (auto& [k, v] : d.entries()) l.push_back(name == "keys" ? Value(k) : v);
+    for (auto& [k, v] : d.entries()) l.push_back(name == "keys" ? k : v);
     return Value(std::move(l));
   }
   return std::nullopt;

@@ -42,6 +42,8 @@ class ExprParser {
  private:
   const std::vector<Token>& toks_;
   size_t i_ = 0;
+  int depth_ = 0;  // expression nesting, bounded so hostile input cannot overflow the stack
+  struct Nest;     // RAII guard around each recursive descent
 
   ExprPtr binary(ExprKind kind, const Token& at, ExprPtr a, ExprPtr b, std::string op = "");
   ExprPtr parse_or();

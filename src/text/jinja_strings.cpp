@@ -327,6 +327,15 @@ struct JsonWriter {
     for (int i = 0; i < level; i++) out += *style.indent;
   }
 
+  // json.dumps turns non-string keys into strings: 1 -> "1", True -> "true", None -> "null".
+  void json_key(const Value& k) {
+    std::string text = k.is_string() ? k.str()
+                       : k.is_bool() ? (k.get_bool() ? "true" : "false")
+                       : k.is_none() ? "null"
+                                     : k.repr();
+    json_string(out, text, style.ensure_ascii);
+  }
+
   void write(const Value& v, int level) {
     switch (v.kind()) {
       case Value::Kind::None: out += "null"; return;
@@ -358,12 +367,12 @@ struct JsonWriter {
         for (auto& e : v.dict().entries()) entries.push_back(&e);
         if (entries.empty()) { out += "{}"; return; }
         if (style.sort_keys)
-          std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+          std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return less_than(a->first, b->first); });
         out += '{';
         for (size_t i = 0; i < entries.size(); i++) {
           if (i) out += item_sep;
           if (style.indent) newline(level + 1);
-          json_string(out, entries[i]->first, style.ensure_ascii);
+          json_key(entries[i]->first);
           out += key_sep;
           write(entries[i]->second, level + 1);
         }

@@ -17,18 +17,24 @@ const Value* Args::get(size_t index, const char* name) const {
 
 const Value* Dict::find(const std::string& key) const {
   for (auto& e : entries_)
-    if (e.first == key) return &e.second;
+    if (e.first.is_string() && e.first.str() == key) return &e.second;
+  return nullptr;
+}
+
+const Value* Dict::find(const Value& key) const {
+  for (auto& e : entries_)
+    if (equals(e.first, key)) return &e.second;
   return nullptr;
 }
 
 // Like a Python dict: re-assigning a key keeps its original position.
-void Dict::set(const std::string& key, Value v) {
+void Dict::set(Value key, Value v) {
   for (auto& e : entries_)
-    if (e.first == key) {
+    if (equals(e.first, key)) {
       e.second = std::move(v);
       return;
     }
-  entries_.emplace_back(key, std::move(v));
+  entries_.emplace_back(std::move(key), std::move(v));
 }
 
 Value Value::make_namespace(Dict d) {
@@ -82,7 +88,7 @@ nlohmann::ordered_json Value::to_json() const {
     }
     case Kind::Dict: {
       auto j = nlohmann::ordered_json::object();
-      for (auto& [k, e] : dict().entries()) j[k] = e.to_json();
+      for (auto& [k, e] : dict().entries()) j[k.is_string() ? k.str() : k.repr()] = e.to_json();
       return j;
     }
     default:
@@ -138,7 +144,7 @@ static std::string repr_dict(const Dict& d) {
   for (auto& [k, v] : d.entries()) {
     if (!first) out += ", ";
     first = false;
-    out += pystr::repr(k) + ": " + v.repr();
+    out += k.repr() + ": " + v.repr();
   }
   return out + "}";
 }

@@ -63,6 +63,12 @@ class Value {
     v.tuple_ = true;
     return v;
   }
+  // markupsafe's Markup: a string that HTML-escapes plain strings concatenated to it with `+`.
+  static Value markup(std::string s) {
+    Value v(std::move(s));
+    v.safe_ = true;
+    return v;
+  }
   Value(Dict d);
 
   // Undefined that remembers what was missing, for error messages ("'x' is undefined").
@@ -87,6 +93,7 @@ class Value {
   bool is_string() const { return kind() == Kind::String; }
   bool is_list() const { return kind() == Kind::List; }  // lists and tuples
   bool is_tuple() const { return tuple_; }
+  bool is_safe() const { return safe_; }  // a Markup string (from |safe or |e)
   bool is_dict() const { return kind() == Kind::Dict; }
   bool is_namespace() const { return kind() == Kind::Namespace; }
   bool is_function() const { return kind() == Kind::Function; }
@@ -119,15 +126,19 @@ class Value {
   const Storage& checked(Kind want) const;
   Storage v_;  // alternative order must match Kind
   bool tuple_ = false;
+  bool safe_ = false;
 };
 
-// A Python dict with string keys: insertion-ordered, small (chat messages, tool schemas), so lookup
-// is a linear scan.
+// A Python dict: insertion-ordered, small (chat messages, tool schemas), so lookup is a linear
+// scan. Keys are usually strings; dict literals may use numbers (1, 1.0 and True are one key).
 class Dict {
  public:
-  using Entry = std::pair<std::string, Value>;
+  using Entry = std::pair<Value, Value>;
   const Value* find(const std::string& key) const;
-  void set(const std::string& key, Value v);  // overwrites in place, else appends
+  const Value* find(const Value& key) const;
+  void set(const std::string& key, Value v) { set(Value(key), std::move(v)); }
+  void set(const char* key, Value v) { set(Value(key), std::move(v)); }
+  void set(Value key, Value v);  // overwrites in place, else appends
   size_t size() const { return entries_.size(); }
   const std::vector<Entry>& entries() const { return entries_; }
 

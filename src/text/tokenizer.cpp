@@ -48,6 +48,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) { return T
 
 std::unique_ptr<Tokenizer> Tokenizer::from_json(const std::string& path) { return TokenizerLoader::from_json(path); }
 
+// Decides by what the path is, not by its name alone: a directory is a Hugging Face model, a
+// .json file a tokenizer.json, anything else must start with the GGUF magic.
 std::unique_ptr<Tokenizer> Tokenizer::from_model_path(const std::string& path) {
   namespace fs = std::filesystem;
   if (fs::is_directory(path)) {
@@ -71,7 +73,7 @@ void Tokenizer::finish_loading() {
   all_pieces_.reserve(pieces_.size());
   for (size_t id = 0; id < pieces_.size(); id++) {
     const std::string& p = pieces_[id];
-    all_pieces_.emplace(p, (int32_t)id);
+    if (!p.empty()) all_pieces_.emplace(p, (int32_t)id);  // first id wins for a repeated piece
     std::string& t = texts_[id];
     switch (kinds_[id]) {
       case TokenKind::Byte: {
@@ -115,6 +117,8 @@ void Tokenizer::finish_loading() {
   for (uint32_t i : order)
     if (!added_[i].content.empty()) added_by_first_byte_[(uint8_t)added_[i].content[0]].push_back(i);
 
+  // End of generation: eos, the ids the loader found (eot/eom keys, generation_config.json), and
+  // control tokens with a known end-of-turn text.
   for (size_t id = 0; id < pieces_.size(); id++) {
     if (kinds_[id] != TokenKind::Control) continue;
     for (const char* t : kEndOfGenerationTexts)
@@ -126,6 +130,8 @@ void Tokenizer::finish_loading() {
   eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
 }
 
+// Cuts the text at added tokens, scanning left to right and taking the longest token that starts
+// at each position (HF's leftmost-longest rule). Raw stretches between them go to the model.
 std::vector<Tokenizer::Fragment> Tokenizer::split_added_tokens(std::string_view text, bool parse_special) const {
   std::vector<Fragment> out;
   size_t raw_start = 0;
@@ -163,6 +169,8 @@ std::vector<Tokenizer::Fragment> Tokenizer::split_added_tokens(std::string_view 
   return out;
 }
 
+// The cache lock is held only for the lookup and the insert, not for the merge loop, so threads
+// encoding at once mostly run in parallel.
 void Tokenizer::encode_word_cached(std::string_view word, std::vector<int32_t>& out) const {
   if (word.size() > kMaxCachedWord) {
     model_.encode_word(word, out);
@@ -184,6 +192,7 @@ void Tokenizer::encode_word_cached(std::string_view word, std::vector<int32_t>& 
   cache_.emplace(word, std::move(ids));
 }
 
+// One stretch of raw text: normalize, pre-tokenize into words (streamed), BPE each word.
 void Tokenizer::encode_fragment(std::string_view raw, bool at_start, std::vector<int32_t>& out) const {
   std::string normalized = text::apply_normalizers(normalizers_, std::string(raw));
   text::pre_tokenize(pre_tokenizers_, normalized, at_start,
@@ -193,12 +202,12 @@ void Tokenizer::encode_fragment(std::string_view raw, bool at_start, std::vector
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
-  if (add_special && add_bos_ && bos_id_ >= 0) out.push_back(bos_id_);
+  if (add_special) out.insert(out.end(), prefix_ids_.begin(), prefix_ids_.end());
   for (const Fragment& f : split_added_tokens(text, parse_special)) {
     if (f.token >= 0) out.push_back(f.token);
     else encode_fragment(f.text, f.offset == 0, out);
   }
-  if (add_special && add_eos_ && eos_id_ >= 0) out.push_back(eos_id_);
+  if (add_special) out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
   return out;
 }
 
@@ -242,6 +251,8 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
   return text::utf8_sanitize(out);
 }
 
+// Emits the complete characters of what is pending; an unfinished UTF-8 sequence at the end stays
+// pending for the next token. Bytes that can never form a character come out as U+FFFD.
 std::string StreamDecoder::push(int32_t id) {
   pending_ += tokenizer_.token_text(id);
   size_t n = text::utf8_complete_prefix(pending_);

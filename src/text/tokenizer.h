@@ -52,7 +52,8 @@ class Tokenizer {
   std::vector<int32_t> eog_ids() const { return eog_ids_; }  // every token that ends generation
   bool is_eog(int32_t id) const;
   bool is_special(int32_t id) const;  // control or unknown-type tokens
-  bool add_bos() const { return add_bos_; }
+  // Whether encode(text, add_special = true) starts with BOS.
+  bool add_bos() const { return !prefix_ids_.empty() && prefix_ids_.front() == bos_id_; }
   size_t vocab_size() const { return pieces_.size(); }
   TokenKind kind(int32_t id) const;
   // The token as stored in the vocabulary ("Ġthe", "▁the", "<0x0A>"); "" if out of range.
@@ -103,7 +104,9 @@ class Tokenizer {
   std::vector<std::vector<uint32_t>> added_by_first_byte_;  // indices into added_, longest first
 
   int32_t bos_id_ = -1, eos_id_ = -1;
-  bool add_bos_ = false, add_eos_ = false;
+  // What encode(add_special) puts around the text: [bos] and [eos] per add_bos/add_eos in GGUF,
+  // the post-processor template's tokens in tokenizer.json.
+  std::vector<int32_t> prefix_ids_, suffix_ids_;
   std::vector<int32_t> eog_ids_;
 
   // Word -> ids for short words: most text repeats the same few thousand words.

@@ -53,6 +53,7 @@ bool BpeModel::add_merge(std::string_view left, std::string_view right) {
   return true;
 }
 
+// HF byte_fallback: the 256 byte tokens are ordinary vocabulary entries named <0x00>..<0xFF>.
 void BpeModel::set_byte_fallback(bool on) {
   byte_fallback_ = on;
   if (!on) return;
@@ -98,6 +99,8 @@ struct CandidateAfter {
 
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
+  // Llama 3 (ignore_merges): a word the vocabulary holds whole skips the merges, which could
+  // otherwise reach a different split of the same bytes.
   if (ignore_merges_) {
     int32_t whole = find(word);
     if (whole >= 0) {
@@ -106,7 +109,8 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
     }
   }
 
-  // Start from one symbol per character.
+  // Start from one symbol per character (per byte-level code point for byte-level BPE). The
+  // symbols form a doubly linked list so a merge is O(1): the right symbol is unlinked, len 0.
   std::vector<Symbol> syms;
   syms.reserve(word.size());
   auto push_symbol = [&](uint32_t begin, uint32_t len, int32_t id) {
@@ -139,44 +143,57 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
     pos += n;
   }
 
-  std::vector<Candidate> heap_storage;
-  heap_storage.reserve(syms.size() * 2);
-  std::priority_queue<Candidate, std::vector<Candidate>, CandidateAfter> queue(CandidateAfter{}, std::move(heap_storage));
-  auto try_pair = [&](int32_t l, int32_t r) {
-    if (l < 0 || r < 0) return;
+  // The candidate merge of symbols l and r, if their pair is a merge rule / their join is a piece.
+  auto candidate = [&](int32_t l, int32_t r, Candidate& c) {
+    if (l < 0 || r < 0) return false;
     const Symbol& a = syms[l];
     const Symbol& b = syms[r];
     if (priority_ == Priority::MergeRank) {
-      if (a.id < 0 || b.id < 0) return;
+      if (a.id < 0 || b.id < 0) return false;
       const MergeTable::Merge* m = merges_.find(pair_key(a.id, b.id));
-      if (!m) return;
-      queue.push({(float)m->rank, a.begin, l, r, a.len, b.len, m->result});
+      if (!m) return false;
+      c = {(float)m->rank, a.begin, l, r, a.len, b.len, m->result};
     } else {
       int32_t id = find(word.substr(a.begin, a.len + b.len));
-      if (id < 0) return;
-      queue.push({-scores_[(size_t)id], a.begin, l, r, a.len, b.len, id});
+      if (id < 0) return false;
+      c = {-scores_[(size_t)id], a.begin, l, r, a.len, b.len, id};
     }
+    return true;
   };
-  for (size_t i = 0; i + 1 < syms.size(); i++) try_pair((int32_t)i, (int32_t)i + 1);
+  // The first candidates are heapified at once (linear) rather than pushed one by one.
+  std::vector<Candidate> initial;
+  initial.reserve(syms.size());
+  Candidate c;
+  for (size_t i = 0; i + 1 < syms.size(); i++)
+    if (candidate((int32_t)i, (int32_t)i + 1, c)) initial.push_back(c);
+  std::priority_queue<Candidate, std::vector<Candidate>, CandidateAfter> queue(CandidateAfter{}, std::move(initial));
+  auto try_pair = [&](int32_t l, int32_t r) {
+    if (candidate(l, r, c)) queue.push(c);
+  };
 
+  // Best candidate first. A merge changes its neighbours, so candidates naming a symbol whose
+  // length has changed since they were queued are stale and skipped (lazy deletion), and the two
+  // new pairs around the merged symbol are queued.
   while (!queue.empty()) {
-    Candidate c = queue.top();
+    Candidate top = queue.top();
     queue.pop();
-    Symbol& a = syms[c.left];
-    Symbol& b = syms[c.right];
-    if (a.len != c.left_len || b.len != c.right_len || a.next != c.right) continue;  // stale
+    Symbol& a = syms[top.left];
+    Symbol& b = syms[top.right];
+    if (a.len != top.left_len || b.len != top.right_len || a.next != top.right) continue;  // stale
     a.len += b.len;
-    a.id = c.result;
+    a.id = top.result;
     b.len = 0;
     a.next = b.next;
-    if (b.next >= 0) syms[b.next].prev = c.left;
-    try_pair(a.prev, c.left);
-    try_pair(c.left, a.next);
+    if (b.next >= 0) syms[b.next].prev = top.left;
+    try_pair(a.prev, top.left);
+    try_pair(top.left, a.next);
   }
 
+  // PieceScore leaves characters outside the vocabulary as symbols without an id: they become
+  // their <0xXX> byte tokens here (SentencePiece byte fallback), or unk.
   for (int32_t i = syms.empty() ? -1 : 0; i >= 0; i = syms[i].next) {
     if (syms[i].id >= 0) out.push_back(syms[i].id);
-    else emit_bytes(word.substr(syms[i].begin, syms[i].len), out);  // PieceScore: unknown character
+    else emit_bytes(word.substr(syms[i].begin, syms[i].len), out);
   }
 }
 

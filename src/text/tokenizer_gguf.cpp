@@ -130,8 +130,8 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_gguf(const GgufFile& g) {
   // SentencePiece vocabularies conventionally use 1 and 2 when the keys are missing.
   t->bos_id_ = token_id_key(g, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, n);
   t->eos_id_ = token_id_key(g, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, n);
-  t->add_bos_ = g.get_bool("tokenizer.ggml.add_bos_token", add_bos_default);
-  t->add_eos_ = g.get_bool("tokenizer.ggml.add_eos_token", false);
+  if (g.get_bool("tokenizer.ggml.add_bos_token", add_bos_default) && t->bos_id_ >= 0) t->prefix_ids_ = {t->bos_id_};
+  if (g.get_bool("tokenizer.ggml.add_eos_token", false) && t->eos_id_ >= 0) t->suffix_ids_ = {t->eos_id_};
   for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     int32_t id = token_id_key(g, key, -1, n);
     if (id >= 0) t->eog_ids_.push_back(id);

@@ -2,7 +2,6 @@
 // of tokenizer_pretok.h), plus tokenizer_config.json / generation_config.json beside it for the
 // BOS/EOS conventions that tokenizer.json leaves to transformers.
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -31,13 +30,7 @@ std::string type_of(const json& j) { return j.is_object() ? j.value("type", std:
 // A pattern object {"String": "..."} or {"Regex": "..."} as a regex (literals escaped).
 std::shared_ptr<const text::Regex> pattern_regex(const json& pattern) {
   if (pattern.contains("Regex")) return std::make_shared<text::Regex>(pattern["Regex"].get<std::string>());
-  std::string lit = pattern.at("String").get<std::string>(), re;
-  for (char c : lit) {
-    // Escape ASCII punctuation; other bytes (letters, UTF-8) are literal in PCRE2.
-    if ((uint8_t)c < 0x80 && !std::isalnum((unsigned char)c)) re += '\\';
-    re += c;
-  }
-  return std::make_shared<text::Regex>(re);
+  return std::make_shared<text::Regex>(text::regex_quote(pattern.at("String").get<std::string>()));
 }
 
 void parse_normalizer(const json& j, const std::string& path, std::vector<text::NormalizerStep>& out) {
@@ -149,7 +142,8 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_json(const std::string& path) {
         throw ModelError(path + ": BPE " + key + " is not supported");
     auto t = make(text::BpeModel::Priority::MergeRank);
 
-    // Ids: the model vocabulary, then added tokens (which may reuse vocabulary ids).
+    // Ids: the model vocabulary, then added tokens (which may reuse vocabulary ids). Ids no entry
+    // names stay Unused with an empty piece.
     const json& vocab = model.at("vocab");
     size_t n = 0;
     for (auto it = vocab.begin(); it != vocab.end(); ++it) n = std::max(n, it.value().get<size_t>() + 1);
@@ -166,6 +160,8 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_json(const std::string& path) {
       t->kinds_[(size_t)id] = is_byte ? TokenKind::Byte : TokenKind::Normal;
       t->model_.add_piece(it.key(), id);
     }
+    // Merges come as "left right" strings (older files) or [left, right] pairs (newer, which
+    // allows spaces inside pieces); the list order is the rank.
     for (const json& m : model.at("merges")) {
       std::string left, right;
       if (m.is_array()) {
@@ -188,6 +184,8 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_json(const std::string& path) {
     }
     t->model_.set_unk(unk, model.value("fuse_unk", false));
 
+    // Added tokens are matched in the text before the model; "special" ones only with parse_special
+    // in our API (HF always matches them; the test passes parse_special to compare).
     for (const json& a : added) {
       auto id = a.at("id").get<int32_t>();
       bool special = a.value("special", false);
@@ -202,6 +200,8 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_json(const std::string& path) {
     parse_pre_tokenizer(j.value("pre_tokenizer", json()), path, t->pre_tokenizers_);
     const json decoder = j.value("decoder", json());
     const json pre = j.value("pre_tokenizer", json());
+    // Decoding follows the vocabulary's alphabet: byte-level pieces map code points back to bytes,
+    // SentencePiece-style pieces write spaces as "▁" and bytes as <0xXX>.
     bool byte_level = find_step(decoder, "ByteLevel") || find_step(pre, "ByteLevel");
     t->decoding_ = byte_level ? Tokenizer::Decoding::ByteLevel : Tokenizer::Decoding::SentencePiece;
     if (!byte_level) {
@@ -214,43 +214,45 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_json(const std::string& path) {
       if (t->pre_tokenizers_.empty()) add_spm_word_split_if_exact(*t);
     }
 
-    // BOS/EOS added by the post-processor template ("single": [bos, $A, eos]).
+    // The post-processor template says what encode(add_special) adds: "single": [<bos>, $A, <eos>].
     bool have_template = false;
     const json post = j.value("post_processor", json());
     if (const json* tp = find_step(post, "TemplateProcessing")) {
       have_template = true;
-      bool before_a = true;
+      bool before_text = true;
       for (const json& item : tp->at("single")) {
         if (item.contains("Sequence")) {
-          before_a = false;
+          before_text = false;
           continue;
         }
         const std::string& name = item.at("SpecialToken").at("id").get_ref<const std::string&>();
-        const json& ids = tp->at("special_tokens").at(name).at("ids");
-        if (ids.empty()) continue;
-        auto id = ids[0].get<int32_t>();
-        if (before_a && !t->add_bos_) t->bos_id_ = id, t->add_bos_ = true;
-        if (!before_a && !t->add_eos_) t->eos_id_ = id, t->add_eos_ = true;
+        for (const json& id : tp->at("special_tokens").at(name).at("ids"))
+          (before_text ? t->prefix_ids_ : t->suffix_ids_).push_back(id.get<int32_t>());
       }
+      if (!t->prefix_ids_.empty()) t->bos_id_ = t->prefix_ids_.front();
+      if (!t->suffix_ids_.empty()) t->eos_id_ = t->suffix_ids_.back();
     }
 
+    // tokenizer_config.json names bos/eos (eos: what the chat model ends a turn with).
     fs::path dir = fs::path(path).parent_path();
     auto id_of = [&](const std::string& s) -> int32_t {
+      if (s.empty()) return -1;  // unset in the config (and "" is every unused id's piece)
       for (size_t id = 0; id < t->pieces_.size(); id++)
         if (t->pieces_[id] == s) return (int32_t)id;
       return -1;
     };
     if (fs::exists(dir / "tokenizer_config.json")) {
       json cfg = read_json((dir / "tokenizer_config.json").string());
-      std::string bos = token_string(cfg, "bos_token"), eos = token_string(cfg, "eos_token");
-      if (!bos.empty() && id_of(bos) >= 0) t->bos_id_ = id_of(bos);
-      if (!eos.empty() && id_of(eos) >= 0) t->eos_id_ = id_of(eos);
-      // Without a template, transformers adds BOS/EOS as these flags say (the template wins otherwise).
+      int32_t bos = id_of(token_string(cfg, "bos_token")), eos = id_of(token_string(cfg, "eos_token"));
+      if (bos >= 0) t->bos_id_ = bos;
+      if (eos >= 0) t->eos_id_ = eos;
+      // Without a template, transformers adds BOS/EOS as these flags say.
       if (!have_template) {
-        t->add_bos_ = cfg.value("add_bos_token", false) && t->bos_id_ >= 0;
-        t->add_eos_ = cfg.value("add_eos_token", false) && t->eos_id_ >= 0;
+        if (cfg.value("add_bos_token", false) && bos >= 0) t->prefix_ids_ = {bos};
+        if (cfg.value("add_eos_token", false) && eos >= 0) t->suffix_ids_ = {eos};
       }
     }
+    // generation_config.json lists every id that ends generation (e.g. Llama 3.1: 128001, 128008, 128009).
     if (fs::exists(dir / "generation_config.json")) {
       json gen = read_json((dir / "generation_config.json").string());
       const json& e = gen.value("eos_token_id", json());

@@ -35,6 +35,8 @@ const char* const kGpt2NoTrailingSpace =
 
 }  // namespace
 
+// UCP makes \s, \w and \d Unicode-aware like HF's Oniguruma patterns; MATCH_INVALID_UTF lets a
+// subject hold arbitrary bytes (byte-level models can encode them) without a validity pass.
 Regex::Regex(const std::string& pattern) : pattern_(pattern) {
   int err = 0;
   PCRE2_SIZE err_offset = 0;
@@ -84,6 +86,17 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view subject)
   return out;
 }
 
+std::string regex_quote(std::string_view literal) {
+  std::string re;
+  for (char c : literal) {
+    // Bytes >= 0x80 (UTF-8) and ASCII letters/digits are literal in PCRE2; the rest is escaped.
+    bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if ((uint8_t)c < 0x80 && !alnum) re += '\\';
+    re += c;
+  }
+  return re;
+}
+
 namespace {
 
 // Streams the pieces of a Split: the text is cut into segments (matches and the gaps between them,
@@ -100,8 +113,8 @@ class SegmentCombiner {
       case SplitBehavior::Removed:
         if (!delim) emit_(b, e);
         return;
-      case SplitBehavior::Contiguous:  // adjacent delimiters form one piece
-        if (has_ && delim && held_delim_) {
+      case SplitBehavior::Contiguous:  // adjacent segments of one kind form one piece (as HF)
+        if (has_ && delim == held_delim_) {
           held_end_ = e;
           return;
         }
@@ -158,6 +171,7 @@ std::vector<std::string> split_by_regex(const Regex& regex, std::string_view tex
   return out;
 }
 
+// Literal replacement of every occurrence, one pass into a new string (no quadratic erase/insert).
 static void replace_all(std::string& text, std::string_view from, std::string_view to) {
   if (from.empty()) return;
   std::string out;
@@ -171,6 +185,7 @@ static void replace_all(std::string& text, std::string_view from, std::string_vi
   text = std::move(out);
 }
 
+// Each step rewrites the whole fragment; HF normalizers also track offsets, which we do not need.
 std::string apply_normalizers(const std::vector<NormalizerStep>& steps, std::string text) {
   for (const auto& step : steps) {
     switch (step.kind) {
@@ -230,6 +245,8 @@ void run_steps(const std::vector<PreTokenizerStep>& steps, size_t i, std::string
                      [&](size_t b, size_t e) { next(piece.substr(b, e - b), at_start && b == 0); });
       break;
     case PreTokenizerStep::ByteLevel: {
+      // Optional leading space (GPT-2's add_prefix_space), optional GPT-2 split, then every byte
+      // becomes its printable code point: the form the vocabulary's pieces are written in.
       std::string prefixed;
       if (step.add_prefix_space && piece[0] != ' ') {
         prefixed = " ";
@@ -251,6 +268,8 @@ void run_steps(const std::vector<PreTokenizerStep>& steps, size_t i, std::string
       break;
     }
     case PreTokenizerStep::Metaspace: {
+      // SentencePiece's whitespace as a pre-tokenizer: spaces become "▁", a "▁" is prepended per
+      // the scheme, and (split) the text is cut before each "▁".
       std::string replaced(piece);
       replace_all(replaced, " ", step.replacement);
       bool prepend = step.prepend == PreTokenizerStep::Always || (step.prepend == PreTokenizerStep::First && at_start);

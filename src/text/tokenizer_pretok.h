@@ -31,6 +31,9 @@ class Regex {
   void* code_ = nullptr;  // pcre2_code_8*, kept opaque so pcre2.h stays out of this header
 };
 
+// `literal` as a pattern that matches exactly it (ASCII punctuation escaped).
+std::string regex_quote(std::string_view literal);
+
 // One normalizer step; a Sequence is just several steps in order.
 struct NormalizerStep {
   enum Kind { NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace, StripSpace } kind;

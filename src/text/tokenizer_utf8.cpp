@@ -33,6 +33,7 @@ size_t utf8_decode(std::string_view text, size_t pos, uint32_t& cp) {
   return n;
 }
 
+// Callers pass valid scalar values (decoded input or table entries), so no range checks here.
 void utf8_append(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
     out += (char)cp;
@@ -105,6 +106,9 @@ std::string utf8_sanitize(std::string_view bytes) {
 
 namespace {
 
+// Both directions of the GPT-2 map, built once. The 68 unprintable bytes (controls, space, DEL,
+// C1 controls, NBSP, soft hyphen) are moved to U+0100.. so every byte has a visible stand-in:
+// that is why byte-level vocabularies show "Ġ" (U+0120) for a space and "Ċ" (U+010A) for "\n".
 struct ByteLevelTable {
   std::array<uint32_t, 256> to_cp{};
   std::array<int16_t, 324> to_byte{};  // the mapped code points are all < 256 + 68
@@ -187,6 +191,8 @@ std::string normalize(std::string_view text, NormalForm form) {
   });
 }
 
+// Per code point, like HF's Lowercase normalizer (Rust char::to_lowercase; the few one-to-many
+// mappings such as U+0130 differ, and none of our vocabularies lowercase).
 std::string to_lower(std::string_view text) {
   return map_valid_runs(text, [](std::string_view run, std::string& out) {
     for (size_t i = 0; i < run.size();) {
@@ -197,6 +203,7 @@ std::string to_lower(std::string_view text) {
   });
 }
 
+// The White_Space property list, small and fixed, so no table lookup.
 bool is_unicode_whitespace(uint32_t cp) {
   switch (cp) {
     case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:

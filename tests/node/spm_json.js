@@ -3,7 +3,8 @@
 // normalizers, no pre-tokenizer, BPE with byte_fallback, Replace/ByteFallback/Fuse/Strip decoder).
 //   node spm_json.js TOKENIZER_BIN OUT_JSON
 // The merges are every split of a piece into two pieces, best merged-piece score first. The test
-// compares our loader with HF's on this same file, so HF stays the judge of how it is read.
+// compares our loader with HF's on this same file, so HF stays the judge of how it is read. Three
+// extra added tokens carry the lstrip / rstrip / single_word flags.
 'use strict';
 const fs = require('fs');
 
@@ -48,12 +49,17 @@ pieces.forEach((piece, id) => {
 });
 merges.sort((a, b) => scores[b[2]] - scores[a[2]] || a[2] - b[2] || vocab[a[0]] - vocab[b[0]]);
 
-const special = (id, content) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+const special = (id, content, flags = {}) => ({ id, content, single_word: false, lstrip: false, rstrip: false,
+  normalized: false, special: true, ...flags });
+// Chat-style added tokens exercising lstrip / rstrip / single_word (as Phi-3's files use them).
+const n = pieces.length;
+const extra = [special(n, '<|user|>', { rstrip: true }), special(n + 1, '<|end|>', { lstrip: true }),
+  special(n + 2, '<|word|>', { single_word: true, special: false })];
 const tokenizer = {
   version: '1.0',
   truncation: null,
   padding: null,
-  added_tokens: [special(0, '<unk>'), special(1, '<s>'), special(2, '</s>')],
+  added_tokens: [special(0, '<unk>'), special(1, '<s>'), special(2, '</s>'), ...extra],
   normalizer: {
     type: 'Sequence',
     normalizers: [{ type: 'Prepend', prepend: '\u2581' }, { type: 'Replace', pattern: { String: ' ' }, content: '\u2581' }],
