@@ -1,6 +1,6 @@
 // Decode-time y = W x for one token: 32 lanes per row, each lane streaming whole 32-element units
 // (consecutive lanes, consecutive units) and dotting them straight against x as vec4s; 8 rows per
-// workgroup. The DOT snippet knows the weight encoding. GATED as in matmul.wgsl. COLS % 32 == 0.
+// workgroup. The DOT snippet knows the weight encoding. GATED as in gemm.wgsl. COLS % 32 == 0.
 //!include common
 //!include WEIGHT
 //!include DOT

@@ -110,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(
                       MatmulCase{GgmlType::Q8_0, 70, 256, 1}, MatmulCase{GgmlType::Q8_0, 19, 96, 17},
                       MatmulCase{GgmlType::Q4_0, 70, 256, 1}, MatmulCase{GgmlType::Q4_0, 21, 160, 9},
                       MatmulCase{GgmlType::Q4_K, 70, 512, 1}, MatmulCase{GgmlType::Q4_K, 9, 256, 13},
-                      MatmulCase{GgmlType::Q6_K, 70, 512, 1}, MatmulCase{GgmlType::Q6_K, 9, 256, 13}),
+                      MatmulCase{GgmlType::Q6_K, 70, 512, 1}, MatmulCase{GgmlType::Q6_K, 9, 256, 13},
+                      MatmulCase{GgmlType::Q4_0, 130, 96, 70}, MatmulCase{GgmlType::F16, 65, 100, 129}),
     [](const auto& info) {
       return std::string(type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
              std::to_string(info.param.cols) + "_T" + std::to_string(info.param.tokens);
@@ -119,7 +120,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Kernels, GatedMatmulMatchesCpu) {
   gpu::Kernels k(device());
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16}) {
-    for (uint32_t T : {1u, 5u}) {  // decode (matvec kernel) and prefill (matmul kernel)
+    for (uint32_t T : {1u, 5u, 67u}) {  // decode (matvec kernel) and prefill (gemm kernel)
       EncodedMatrix gate(t, 48, 256, 3), up(t, 48, 256, 4);
       std::vector<float> x = random_vec(T * 256, 5);
       Matrix m = upload_gated(device(), "test.gate_up", gate.view, up.view);

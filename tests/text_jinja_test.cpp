@@ -147,6 +147,9 @@ TEST(Jinja, Filters) {
   EXPECT_EQ(render("{{ users | rejectattr('on') | map(attribute='name') | list }}", v), "['b']");
   EXPECT_EQ(render("{{ users | selectattr('name', 'equalto', 'c') | list | length }}", v), "1");
   EXPECT_EQ(render("{{ ['a', 'b'] | map('upper') | join('/') }} {{ [1, 2, 3, 4] | select('odd') | list }}"), "A/B [1, 3]");
+  EXPECT_EQ(render("{{ none | selectattr('a') | list }} {{ none | map(attribute='a') | list }}"), "[] []");
+  // |safe makes markupsafe's Markup, which HTML-escapes a plain string added to it.
+  EXPECT_EQ(render("{{ '<b>' | safe + '<i>' }} {{ '<i>' ~ '<b>' | safe }} {{ '\"&' | e }}"), "<b>&lt;i&gt; <i><b> &#34;&amp;");
   EXPECT_EQ(render("{{ 'hello world' | title }} {{ 'x' | capitalize }} {{ '5' | int + 1 }} {{ -3 | abs }}"), "Hello World X 6 3");
 }
 
@@ -174,6 +177,7 @@ TEST(Jinja, StringAndDictMethods) {
   EXPECT_EQ(render("{{ d.get('a') }} {{ d.get('z') }} {{ d.get('z', 9) }} {{ d.items() | list }} {{ d.keys() | list }}", v),
             "1 None 9 [('a', 1), ('b', 2)] ['a', 'b']");
   EXPECT_EQ(render("{{ d.a }}{{ d['b'] }}{{ d.zz }}|{{ d['zz'] is defined }}", v), "12|False");
+  EXPECT_EQ(render("{{ {1: 'a', 2: 'b'}[2] }} {{ {1: 'x', 1.0: 'y'} }} {{ {2: 0} | tojson }}"), "b {1: 'y'} {\"2\": 0}");
 }
 
 TEST(Jinja, Slicing) {

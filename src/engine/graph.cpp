@@ -21,7 +21,7 @@ std::string weight_snippet(GgmlType t) {
 }
 
 void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
-  const uint32_t tiles = (n_tokens + 7) / 8;
+  const uint32_t tiles = (n_tokens + 63) / 64;
   for (const Dispatch& d : ops) {
     if (!d.pipeline) {
       rec.copy(*d.src, (uint64_t)(n_tokens - 1) * d.b * 4, *d.dst, 0, (uint64_t)d.b * 4);
@@ -35,7 +35,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
     switch (d.grid) {
       case Grid::Fixed: break;
       case Grid::PerToken: groups = d.a * n_tokens; break;
-      case Grid::MatmulTiles: groups = d.a * tiles; break;
+      case Grid::GemmTiles: groups = d.a * tiles; break;
       case Grid::AttentionSplits: groups = d.a * n_tokens * ((pos0 + n_tokens + d.b - 1) / d.b); break;
     }
     rec.dispatch(*d.pipeline, d.group, groups);
@@ -74,7 +74,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
     if (w.gated) c["GATED"] = 1;
-    add({"matmul", {{"WEIGHT", weight_snippet(p.type)}}, c}, {y, x, p.buf, *step_}, Grid::MatmulTiles, p.rows, 0,
+    const uint32_t row_tiles = (p.rows + (w.gated ? 31 : 63)) / (w.gated ? 32 : 64);
+    add({"gemm", {{"WEIGHT", weight_snippet(p.type)}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0,
         p.buf.size());
     if (w.cols % 32 == 0) {  // decode: the matvec kernel (rows of whole 32-element units)
       std::map<std::string, double> mc = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0}};

@@ -19,7 +19,7 @@ struct StepParams {
 enum class Grid {
   Fixed,          // a groups, whatever the pass
   PerToken,       // a groups per token
-  MatmulTiles,    // a rows x token tiles of 8
+  GemmTiles,      // a row tiles x token tiles of 64
   AttentionSplits,// a heads x token x KV splits of b positions
 };
 

@@ -1,0 +1,96 @@
+// Prefill y[t, Y_OFFSET + r] = W[r] . x[t] for a chunk of tokens: a tiled GEMM. A workgroup owns 64
+// (virtual) rows x 64 tokens; per 32-column step it dequantizes the weight tile once into workgroup
+// memory (WEIGHT snippet), loads the x tile beside it, and each of its 256 threads accumulates a
+// 4 rows x 4 tokens micro-tile in registers. GATED: the 64 virtual rows are 32 gate rows then the
+// same 32 up rows, and the thread writes silu(gate) * up for its 2 real rows.
+//!include common
+//!include WEIGHT
+
+override ROWS: u32;           // output rows (per half when GATED)
+override COLS: u32;           // input width
+override Y_STRIDE: u32 = 0u;  // floats between tokens in y (0: ROWS)
+override Y_OFFSET: u32 = 0u;
+override GATED: bool = false;
+
+@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<uniform> step: Step;
+
+var<workgroup> ws: array<f32, 2048>;  // [32 k][64 virtual rows]
+var<workgroup> xs: array<f32, 2048>;  // [32 k][64 tokens]
+
+// The real row behind virtual row v of row tile `tile`, and whether it is an "up" row.
+fn real_row(tile: u32, v: u32) -> u32 {
+  if (GATED) { return tile * 32u + (v % 32u); }
+  return tile * 64u + v;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let rows_per_tile = select(64u, 32u, GATED);
+  let row_tiles = (ROWS + rows_per_tile - 1u) / rows_per_tile;
+  let g = flat_group(wid, nwg);
+  let rt = g % row_tiles;
+  let t0 = (g / row_tiles) * 64u;
+  if (t0 >= step.n_tokens) { return; }
+  let tr = lid / 16u;  // micro-tile row group
+  let tt = lid % 16u;  // micro-tile token lane: tokens tt, tt+16, tt+32, tt+48
+  var acc: array<vec4f, 4>;  // [row j][token m]
+  let units = (COLS + 31u) / 32u;
+  for (var u = 0u; u < units; u++) {
+    if (lid < 64u) {  // weight tile: one 32-element unit per virtual row
+      let r = real_row(rt, lid);
+      var v: array<f32, 32>;
+      if (r < ROWS) {
+        let up = GATED && lid >= 32u;
+        v = w_unit((r + select(0u, ROWS, up)) * w_row_bytes(), u);
+      }
+      for (var k = 0u; k < 32u; k++) { ws[k * 64u + lid] = v[k]; }
+    }
+    {  // x tile: 64 tokens x 32 columns, 8 per thread
+      let t = lid / 4u;
+      let k0 = (lid % 4u) * 8u;
+      for (var k = k0; k < k0 + 8u; k++) {
+        var xv = 0.0;
+        if (t0 + t < step.n_tokens && u * 32u + k < COLS) { xv = x[(t0 + t) * COLS + u * 32u + k]; }
+        xs[k * 64u + t] = xv;
+      }
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < 32u; k++) {
+      var wr: vec4f;
+      if (GATED) {
+        wr = vec4f(ws[k * 64u + 2u * tr], ws[k * 64u + 2u * tr + 1u], ws[k * 64u + 32u + 2u * tr],
+                   ws[k * 64u + 32u + 2u * tr + 1u]);
+      } else {
+        wr = vec4f(ws[k * 64u + 4u * tr], ws[k * 64u + 4u * tr + 1u], ws[k * 64u + 4u * tr + 2u],
+                   ws[k * 64u + 4u * tr + 3u]);
+      }
+      let xt = vec4f(xs[k * 64u + tt], xs[k * 64u + tt + 16u], xs[k * 64u + tt + 32u], xs[k * 64u + tt + 48u]);
+      acc[0] += wr.x * xt;
+      acc[1] += wr.y * xt;
+      acc[2] += wr.z * xt;
+      acc[3] += wr.w * xt;
+    }
+    workgroupBarrier();
+  }
+  let stride = select(ROWS, Y_STRIDE, Y_STRIDE != 0u);
+  for (var m = 0u; m < 4u; m++) {
+    let t = t0 + tt + 16u * m;
+    if (t >= step.n_tokens) { continue; }
+    if (GATED) {
+      for (var j = 0u; j < 2u; j++) {
+        let r = rt * 32u + 2u * tr + j;
+        let gv = acc[j][m];
+        if (r < ROWS) { y[t * stride + Y_OFFSET + r] = gv / (1.0 + exp(-gv)) * acc[j + 2u][m]; }
+      }
+    } else {
+      for (var j = 0u; j < 4u; j++) {
+        let r = rt * 64u + 4u * tr + j;
+        if (r < ROWS) { y[t * stride + Y_OFFSET + r] = acc[j][m]; }
+      }
+    }
+  }
+}
