@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "model/gguf_meta.h"
 #include "model/gguf_writer.h"
 #include "model/model_error.h"
 
@@ -132,51 +133,12 @@ void convert_model(const ModelFile& in, const std::string& out_path, GgmlType ty
     throw ModelError(std::string("convert: cannot write type ") + type_name(type) +
                      " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
   const ModelConfig& c = in.config;
-  const std::string a = c.arch_name + ".";
   GgufWriter w;
-  w.set_string("general.architecture", c.arch_name);
-  w.set_string("general.name", options.name.empty() ? c.name : options.name);
-  w.set_u32("general.file_type", gguf_file_type(type));
-  if (block_elems(type) > 1) w.set_u32("general.quantization_version", 2);
-  w.set_u32(a + "context_length", c.max_position_embeddings);
-  w.set_u32(a + "embedding_length", c.hidden_size);
-  w.set_u32(a + "block_count", c.num_hidden_layers);
-  w.set_u32(a + "feed_forward_length", c.intermediate_size);
-  w.set_u32(a + "attention.head_count", c.num_attention_heads);
-  w.set_u32(a + "attention.head_count_kv", c.num_key_value_heads);
-  w.set_u32(a + "attention.key_length", c.head_dim);
-  w.set_u32(a + "attention.value_length", c.head_dim);
-  w.set_u32(a + "rope.dimension_count", c.rotary_dim);
-  w.set_f32(a + "rope.freq_base", c.rope_theta);
-  w.set_f32(a + "attention.layer_norm_rms_epsilon", c.rms_norm_eps);
-  w.set_u32(a + "vocab_size", c.vocab_size);
-  if (!c.rope_freq_factors_long.empty()) {
-    w.set_f32(a + "rope.scaling.attn_factor", c.rope_attn_factor);
-    w.set_u32(a + "rope.scaling.original_context_length", c.rope_original_context);
-  }
-
+  write_config_metadata(w, c, gguf_file_type(type), block_elems(type) > 1, options.name.empty() ? c.name : options.name);
   // Tokenizer: every tokenizer.* key of the vocabulary source, which must match the embedding.
-  const GgufFile* tok = vocab_source ? vocab_source : in.gguf.get();
-  if (tok) {
-    for (const auto& [key, value] : tok->metadata())
-      if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
-    if (const GgufValue* tokens = tok->find_value("tokenizer.ggml.tokens"); tokens && tokens->array_size() != c.vocab_size)
-      throw ModelError(tok->path() + ": vocabulary has " + std::to_string(tokens->array_size()) + " tokens, the model " +
-                       in.path + " has " + std::to_string(c.vocab_size) + " embedding rows");
-  } else {
-    w.set_string("tokenizer.ggml.model", "no_vocab");
-  }
-  if (!w.has("tokenizer.ggml.bos_token_id") && c.bos_token_id >= 0) w.set_u32("tokenizer.ggml.bos_token_id", uint32_t(c.bos_token_id));
-  if (!w.has("tokenizer.ggml.eos_token_id") && !c.eos_token_ids.empty())
-    w.set_u32("tokenizer.ggml.eos_token_id", uint32_t(c.eos_token_ids[0]));
-
+  copy_tokenizer_metadata(w, c, vocab_source ? vocab_source : in.gguf.get(), in.path);
   // RoPE factor tensors come from the config (HF sources have them only as config.json fields).
-  if (!c.rope_freq_factors_long.empty()) {
-    w.add_tensor_f32("rope_factors_long.weight", GgmlType::F32, {c.rope_freq_factors_long.size()}, c.rope_freq_factors_long);
-    w.add_tensor_f32("rope_factors_short.weight", GgmlType::F32, {c.rope_freq_factors.size()}, c.rope_freq_factors);
-  } else if (!c.rope_freq_factors.empty()) {
-    w.add_tensor_f32("rope_freqs.weight", GgmlType::F32, {c.rope_freq_factors.size()}, c.rope_freq_factors);
-  }
+  add_rope_factor_tensors(w, c);
 
   // The list of output tensors, in llama.cpp's usual order.
   const bool permute = c.arch == Arch::Llama && c.rope_style == RopeStyle::Neox;  // HF llama -> GGUF llama

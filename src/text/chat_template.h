@@ -33,7 +33,8 @@ struct ChatOptions {
 class ChatTemplate {
  public:
   explicit ChatTemplate(const std::string& source);
-  // Messages keep their key order (ordered_json), as tool schemas printed with tojson must.
+  // Messages keep their key order (ordered_json), as tool schemas printed with tojson must; a
+  // plain nlohmann::json converts implicitly but arrives with its keys sorted.
   // Throws jinja::TemplateError, or jinja::RaisedError with the template's raise_exception() text.
   std::string render(const nlohmann::ordered_json& messages, const ChatOptions& opts) const;
   const std::string& source() const { return source_; }

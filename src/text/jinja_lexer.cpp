@@ -205,7 +205,9 @@ class Lexer {
         push(Tok::Op, op, start);
         return;
       }
-      fail(start, std::string("unexpected character '") + c + "'");
+      unsigned char lead = (unsigned char)c;  // quote the whole UTF-8 sequence, not one byte of it
+      size_t len = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+      fail(start, "unexpected character '" + src_.substr(start, len) + "'");
     }
   }
 

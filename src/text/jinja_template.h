@@ -7,6 +7,12 @@
 //
 // Undefined names behave like Jinja's default Undefined: they print as "", are falsy and iterate
 // as empty, and fail only when used in arithmetic, attribute access or tojson.
+//
+// Known differences from Python Jinja, all on the lenient side: map/select/selectattr return lists
+// (Jinja returns generators, which tojson rejects); unknown filters and tests fail when reached,
+// not when the template is compiled; unknown keyword arguments to filters are ignored; `d.items`
+// without a call reads the key "items". Not supported: extends/block/include/import, call blocks,
+// recursive loops, `%` string formatting, format specs in str.format().
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# The H200 race, one command on the H200 machine, under 10 minutes (see bench/README.md):
+#   1. builds llama.cpp's llama-bench with CUDA in the background (or uses a carried binary),
+#   2. meanwhile writes the models with `ztvm synth` and runs a short solo check of ztvm on each,
+#   3. then interleaved rounds A/B/A/B per model (ztvm bench, then llama-bench, same GGUF file),
+#   4. summarizes after every pair, so a run cut short still leaves its numbers in $OUT.
+#
+# Env: OUT (results folder; the device tool sets it), MODELS ("shape:quant ..."), ROUNDS (3),
+# REPS (runs per measurement, 3), BUDGET_S (510: no step starts later), HARD_S (580: every step is
+# killed by then), BENCH_DIR (.cache/bench), MODEL_DIR (/tmp/ztvm-models), SYNTH_THREADS (8).
+set -u
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+T0=$(date +%s)
+OUT=${OUT:-$ROOT/out-h200}
+B=${BENCH_DIR:-$ROOT/.cache/bench}
+MODELS=${MODELS:-"llama-3.2-1b:Q4_0 llama-3.2-1b:Q4_K_M qwen3-4b:Q4_0 qwen3-4b:Q4_K_M"}
+ROUNDS=${ROUNDS:-3}
+REPS=${REPS:-3}
+BUDGET_S=${BUDGET_S:-510}
+HARD_S=${HARD_S:-580}
+MODEL_DIR=${MODEL_DIR:-/tmp/ztvm-models}
+SYNTH_THREADS=${SYNTH_THREADS:-8}
+RAW=$OUT/raw
+mkdir -p "$RAW" "$MODEL_DIR"
+exec > >(tee -a "$OUT/run.log") 2>&1
+
+elapsed() { echo $(( $(date +%s) - T0 )); }
+log() { printf '[%4ds] %s\n' "$(elapsed)" "$*"; }
+meta() { printf '%s=%s\n' "$1" "$2" >> "$OUT/meta.env"; }  # KEY=VALUE lines read by summarize_h200.py
+
+# step NAME LIMIT_S STDOUT_FILE|- CMD...: runs CMD under a timeout capped by HARD_S, unless the
+# budget is spent; logs start, end, rc and seconds (also to steps.txt). CMD's stderr goes to
+# raw/NAME.err (its tail is logged when CMD fails); stdout to the file, or the log. Returns CMD's rc.
+step() {
+  local name=$1 limit=$2 out=$3
+  shift 3
+  local now
+  now=$(elapsed)
+  if (( now >= BUDGET_S )); then
+    log "SKIP $name: past the ${BUDGET_S}s budget"
+    echo "$name skipped 0" >> "$OUT/steps.txt"
+    return 125
+  fi
+  (( limit > HARD_S - now )) && limit=$(( HARD_S - now ))
+  log "START $name (limit ${limit}s): $*"
+  local s rc
+  s=$(date +%s)
+  if [ "$out" = - ]; then timeout -k 5 "$limit" "$@" 2> "$RAW/$name.err"; else timeout -k 5 "$limit" "$@" > "$out" 2> "$RAW/$name.err"; fi
+  rc=$?
+  log "END $name rc=$rc in $(( $(date +%s) - s ))s"
+  if (( rc != 0 )); then tail -15 "$RAW/$name.err" | sed "s/^/    $name: /"; fi
+  echo "$name $rc $(( $(date +%s) - s ))" >> "$OUT/steps.txt"
+  return $rc
+}
+
+summarize() {
+  timeout 30 python3 bench/summarize_h200.py --out "$OUT" >> "$OUT/summarize.log" 2>&1 \
+    || log "summarize failed (see summarize.log)"
+}
+
+# --- machine, environment ---------------------------------------------------------------------
+: > "$OUT/meta.env"
+meta date "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+meta ztvm_commit "$(cat "$B/ztvm-commit.txt" 2>/dev/null || echo unknown)"
+meta llamacpp_commit "$(cat "$B/llamacpp-commit.txt" 2>/dev/null || echo unknown)"
+meta models "$MODELS"
+meta rounds "$ROUNDS"
+meta reps "$REPS"
+meta cpus "$(nproc)"
+log "models: $MODELS | rounds $ROUNDS | reps $REPS | budget ${BUDGET_S}s | out $OUT"
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || log "nvidia-smi failed"
+head -12 "$OUT/nvidia-smi.txt"
+nvidia-smi -q > "$OUT/nvidia-smi-q-before.txt" 2>&1
+meta gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+meta driver "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+meta clocks_max "$(nvidia-smi --query-gpu=clocks.max.sm,clocks.max.mem --format=csv,noheader | head -1)"
+# A clock/power trace for the whole run: idle readings say nothing about clocks under load.
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
+  --format=csv,noheader,nounits -lms 250 > "$OUT/smi_trace.csv" 2>/dev/null &
+SMI_PID=$!
+
+# shellcheck source=bench/gpu_env.sh
+source bench/gpu_env.sh || log "gpu_env.sh failed"
+ZTVM=$B/ztvm
+[ -x "$ZTVM" ] || log "ERROR: no ztvm binary at $ZTVM (run bench/prepare.sh before carrying .cache/bench)"
+step ztvm_gpu 30 "$OUT/ztvm_gpu.txt" "$ZTVM" gpu || log "ztvm gpu failed: Vulkan/Dawn not usable?"
+
+# --- llama.cpp: a carried binary, else build it in the background -------------------------------
+LB=""
+BUILD_PID=""
+for cand in "$B/llamacpp-bin/llama-bench" "$B/llamacpp-bin/llama-bench.gz"; do
+  [ -f "$cand" ] || continue
+  if [ "${cand%.gz}" != "$cand" ]; then gunzip -c "$cand" > /tmp/llama-bench && chmod +x /tmp/llama-bench && cand=/tmp/llama-bench; fi
+  if "$cand" --help > /dev/null 2>&1; then LB=$cand; meta llamacpp_binary "carried"; break; fi
+  log "carried $cand does not run; building instead"
+done
+if [ -z "$LB" ]; then
+  log "building llama.cpp (CUDA sm_90) in the background: $OUT/llamacpp_build.log"
+  setsid bash bench/build_llamacpp_cuda.sh "$B/llamacpp-src.tar.gz" /tmp/llamacpp \
+    > "$OUT/llamacpp_build.out" 2> "$OUT/llamacpp_build.log" &
+  BUILD_PID=$!
+  BUILD_T0=$(date +%s)
+fi
+
+# --- models -------------------------------------------------------------------------------------
+vocab_for() {
+  case $1 in
+    llama-3.2-1b) echo "$B/vocab/ggml-vocab-llama-bpe.gguf" ;;
+    qwen3-4b) echo "$B/vocab/ggml-vocab-qwen2.gguf" ;;
+    phi-3-mini) echo "$B/vocab/ggml-vocab-phi-3.gguf" ;;
+  esac
+}
+READY=""
+for m in $MODELS; do
+  shape=${m%%:*} quant=${m##*:} tag=${m/:/_}
+  f=$MODEL_DIR/$tag.gguf
+  if step "synth_$tag" 150 - "$ZTVM" synth --shape "$shape" --type "$quant" --vocab "$(vocab_for "$shape")" \
+       -o "$f" --threads "$SYNTH_THREADS"; then
+    READY="$READY $m"
+    meta "model.$tag.bytes" "$(stat -c %s "$f")"
+  else
+    log "no model $tag: it is left out of the rounds"
+  fi
+done
+meta models_ready "${READY# }"
+
+# A solo ztvm run per model while llama.cpp compiles (catches failures early; the CPU is busy
+# compiling, so these numbers are not paired and not used for ratios).
+for m in $READY; do
+  tag=${m/:/_}
+  step "solo_$tag" 60 - "$ZTVM" bench -m "$MODEL_DIR/$tag.gguf" -p 35 -n 128 -r 1 --json "$RAW/solo_${tag}.json"
+done
+
+# --- wait for the build ---------------------------------------------------------------------------
+if [ -n "$BUILD_PID" ]; then
+  while kill -0 "$BUILD_PID" 2>/dev/null && (( $(elapsed) < BUDGET_S )); do sleep 2; done
+  if kill -0 "$BUILD_PID" 2>/dev/null; then
+    log "llama.cpp build not done at the budget: stopping it; this run has no llama.cpp numbers"
+    kill -- -"$BUILD_PID" 2>/dev/null
+    meta llamacpp_binary "build unfinished"
+  elif wait "$BUILD_PID"; then
+    LB=$(tail -1 "$OUT/llamacpp_build.out")
+    meta llamacpp_binary "built"
+    meta llamacpp_build_s "$(( $(date +%s) - BUILD_T0 ))"
+    log "llama-bench: $LB (built in $(( $(date +%s) - BUILD_T0 ))s)"
+  else
+    log "llama.cpp build FAILED; tail of its log:"
+    tail -20 "$OUT/llamacpp_build.log"
+    meta llamacpp_binary "build failed"
+  fi
+fi
+summarize
+
+# --- interleaved rounds: A (ztvm) then B (llama.cpp), per model, R times -------------------------
+LB_FLAGS="-fa 1 -ngl 99 -r $REPS -o json"
+meta ours_flags "bench -p 35 -n 128 | -p 512 -n 1 | -p 1024 -n 1 | -d 4096 -p 35 -n 128; -r $REPS --warmup 1"
+meta llamacpp_flags "-p 32,512,1024 -n 128 $LB_FLAGS | -p 0 -n 128 -d 4096 $LB_FLAGS"
+for r in $(seq 1 "$ROUNDS"); do
+  for m in $READY; do
+    tag=${m/:/_} f=$MODEL_DIR/${m/:/_}.gguf p=$RAW/${tag}_r$r
+    (( $(elapsed) >= BUDGET_S )) && break 2
+    log "=== round $r/$ROUNDS $m ==="
+    step "ours_${tag}_r${r}_p35" 90 - "$ZTVM" bench -m "$f" -p 35 -n 128 -r "$REPS" --json "${p}_ours_p35.json"
+    step "ours_${tag}_r${r}_p512" 60 - "$ZTVM" bench -m "$f" -p 512 -n 1 -r "$REPS" --json "${p}_ours_p512.json"
+    step "ours_${tag}_r${r}_p1024" 60 - "$ZTVM" bench -m "$f" -p 1024 -n 1 -r "$REPS" --json "${p}_ours_p1024.json"
+    step "ours_${tag}_r${r}_d4096" 90 - "$ZTVM" bench -m "$f" -d 4096 -p 35 -n 128 -r "$REPS" --json "${p}_ours_d4096.json"
+    if [ -n "$LB" ]; then
+      # shellcheck disable=SC2086
+      step "llamacpp_${tag}_r${r}" 120 "${p}_llamacpp.json" "$LB" -m "$f" -p 32,512,1024 -n 128 $LB_FLAGS
+      # -p 0: only tg128 at depth 4096 (the default -p 512 would add a pp512 @ d4096 test).
+      # shellcheck disable=SC2086
+      step "llamacpp_${tag}_r${r}_d4096" 120 "${p}_llamacpp_d4096.json" "$LB" -m "$f" -p 0 -n 128 -d 4096 $LB_FLAGS
+    fi
+    summarize
+  done
+done
+(( $(elapsed) >= BUDGET_S )) && log "budget of ${BUDGET_S}s reached: later rounds were not started"
+
+# --- wrap up ------------------------------------------------------------------------------------
+kill "$SMI_PID" 2>/dev/null
+nvidia-smi -q > "$OUT/nvidia-smi-q-after.txt" 2>&1
+summarize
+python3 bench/render_bench.py --results "$OUT" --out "$OUT/BENCH.md" >> "$OUT/summarize.log" 2>&1 || log "render failed"
+# Keep a freshly built llama-bench for the next session (see bench/README.md: carrying it skips the build).
+if [ -n "$BUILD_PID" ] && [ -n "$LB" ] && (( $(elapsed) < HARD_S - 25 )); then
+  mkdir -p "$OUT/llamacpp-bin" && strip -o /tmp/llama-bench.stripped "$LB" \
+    && timeout $(( HARD_S - $(elapsed) - 5 )) gzip -6 -c /tmp/llama-bench.stripped > "$OUT/llamacpp-bin/llama-bench.gz" \
+    && log "saved $OUT/llamacpp-bin/llama-bench.gz ($(stat -c %s "$OUT/llamacpp-bin/llama-bench.gz") bytes)"
+fi
+log "done in $(elapsed)s; results: $OUT/h200-latest.json, $OUT/BENCH.md, raw runs in $RAW"

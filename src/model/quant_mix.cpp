@@ -1,0 +1,70 @@
+// llama.cpp's per-tensor type choices (facts from its llama-quant.cpp, commit 80fb11a), for the
+// mixtures we write. Tensor order does not matter here: llama.cpp counts attn_v tensors in file
+// order, which for one attn_v per layer is the layer index.
+#include "model/quant_mix.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "model/model_error.h"
+
+namespace ztvm {
+
+namespace {
+
+struct MixName {
+  QuantMix mix;
+  const char* name;
+  uint32_t file_type;
+};
+constexpr MixName kMixes[] = {
+    {QuantMix::F16, "F16", 1}, {QuantMix::Q4_0, "Q4_0", 2}, {QuantMix::Q8_0, "Q8_0", 7}, {QuantMix::Q4_K_M, "Q4_K_M", 15}};
+
+const MixName& entry(QuantMix mix) {
+  for (const MixName& m : kMixes)
+    if (m.mix == mix) return m;
+  throw ModelError("quant mix: unknown value " + std::to_string(int(mix)));
+}
+
+// A 256-element-block type cannot encode rows of other lengths: the nearest 32-block type.
+GgmlType fit_rows(GgmlType t, uint64_t cols) {
+  if (cols % block_elems(t) == 0) return t;
+  if (t == GgmlType::Q6_K) t = GgmlType::Q8_0;
+  if (t == GgmlType::Q4_K) t = GgmlType::Q4_0;
+  return cols % block_elems(t) == 0 ? t : GgmlType::F16;
+}
+
+}  // namespace
+
+QuantMix parse_quant_mix(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char ch) { return char(std::toupper(ch)); });
+  for (const MixName& m : kMixes)
+    if (upper == m.name) return m.mix;
+  throw ModelError("unknown quantization type '" + name + "' (expected Q4_0, Q4_K_M, Q8_0 or F16)");
+}
+
+const char* quant_mix_name(QuantMix mix) { return entry(mix).name; }
+
+uint32_t quant_mix_file_type(QuantMix mix) { return entry(mix).file_type; }
+
+bool use_more_bits(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+GgmlType quant_mix_type(QuantMix mix, TensorRole role, uint32_t layer, uint32_t n_layers, bool tied, uint64_t cols) {
+  if (mix == QuantMix::F16) return fit_rows(GgmlType::F16, cols);
+  if (mix == QuantMix::Q8_0) return fit_rows(GgmlType::Q8_0, cols);
+  const GgmlType base = mix == QuantMix::Q4_0 ? GgmlType::Q4_0 : GgmlType::Q4_K;
+  // The LM head decides next-token quality, so llama.cpp spends 6.5 bits on it (and on the
+  // embedding when the two are one tensor).
+  if (role == TensorRole::Output || (tied && role == TensorRole::TokenEmbd)) return fit_rows(GgmlType::Q6_K, cols);
+  if (mix == QuantMix::Q4_K_M) {
+    const bool more = use_more_bits(int(layer), int(n_layers));
+    if ((role == TensorRole::AttnV || role == TensorRole::AttnQkv || role == TensorRole::FfnDown) && more)
+      return fit_rows(GgmlType::Q6_K, cols);
+  }
+  return fit_rows(base, cols);
+}
+
+}  // namespace ztvm

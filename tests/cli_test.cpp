@@ -1,0 +1,145 @@
+// `ztvm` as a user runs it: golden text on stories260K, logits against llama.cpp's on the same
+// files, and one clear line + exit status 1 for every kind of bad input.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "engine/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSrc = ZTVM_SOURCE_DIR;
+const std::string kStories = kSrc + "/../shared/testdata/stories260K/";
+
+struct CliRun {
+  int status;
+  std::string out, err;
+};
+
+// Runs ztvm with `args` (shell syntax), capturing stdout and stderr separately.
+CliRun run_ztvm(const std::string& args) {
+  const char* bin = std::getenv("ZTVM_BIN");
+  EXPECT_NE(bin, nullptr) << "ZTVM_BIN is not set (CTest sets it)";
+  fs::path err_file = fs::temp_directory_path() / ("ztvm_cli_err_" + std::to_string(::getpid()));
+  std::string cmd = std::string(bin ? bin : "ztvm") + " " + args + " 2>" + err_file.string();
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream f(err_file);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_file);
+  return r;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+size_t common_prefix(const std::string& a, const std::string& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) i++;
+  return i;
+}
+
+// Exit status 1, nothing on stdout, and one error line (the last on stderr, after any progress
+// lines) naming the problem.
+void expect_clean_error(const CliRun& r, const std::string& must_contain) {
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  std::string last = r.err.substr(0, r.err.size() - 1);
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  EXPECT_EQ(r.err.find("error:"), r.err.rfind("error:")) << "more than one error line: " << r.err;
+  EXPECT_NE(last.find("error:"), std::string::npos) << "stderr: " << r.err;
+  EXPECT_NE(last.find(must_contain), std::string::npos) << "stderr: " << r.err;
+}
+
+}  // namespace
+
+// llama2.c's run.c counts the prompt inside its 64 steps and echoes it; `ztvm run` prints only the
+// continuation, so prompt + our output must start with the reference text.
+TEST(Cli, RunReproducesLlama2cGreedyText) {
+  const std::string want = read_file(kStories + "expected_greedy_once_upon_64.txt");
+  for (const char* f : {"stories260K-f32.gguf", "stories260K-Q8_0.gguf"}) {
+    CliRun r = run_ztvm("run -m " + kStories + f + " -p 'Once upon a time' -n 60 --temp 0 -q");
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string got = "Once upon a time" + r.out;
+    EXPECT_EQ(got.substr(0, want.size()), want) << f;
+  }
+  CliRun r = run_ztvm("run -m " + kStories + "stories260K-Q4_0.gguf -p 'Once upon a time' -n 60 -q");
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t same = common_prefix("Once upon a time" + r.out, want);
+  std::printf("  Q4_0 agrees with the f32 reference text for %zu of %zu characters\n", same, want.size());
+  EXPECT_GE(same, 60u);  // the first sentence; llama.cpp's Q4_0 run also diverges early
+}
+
+TEST(Cli, LogitsMatchLlamaCppOnTheSameFiles) {
+  const std::string fx = kSrc + "/tests/fixtures/stories260K/";
+  std::string ids = read_file(fx + "ids.txt");
+  for (char& c : ids)
+    if (c == ' ') c = ',';
+  while (!ids.empty() && (ids.back() == '\n' || ids.back() == ',')) ids.pop_back();
+  const std::pair<const char*, double> cases[] = {{"f32", 1e-5}, {"Q8_0", 1e-3}, {"Q4_0", 1e-3}};
+  for (auto [type, bound] : cases) {
+    fs::path out = fs::temp_directory_path() / ("ztvm_logits_" + std::string(type) + ".npy");
+    CliRun r = run_ztvm("logits -m " + kStories + "stories260K-" + type + ".gguf --ids " + ids + " -o " + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    ztvm::NpyArray got = ztvm::read_npy(out.string()), want = ztvm::read_npy(fx + "logits_" + type + ".npy");
+    ASSERT_EQ(got.shape, want.shape);
+    double num = 0, den = 0;
+    size_t top1 = 0, n = want.shape[0], v = want.shape[1];
+    for (size_t i = 0; i < got.data.size(); i++) {
+      num += (double)(got.data[i] - want.data[i]) * (got.data[i] - want.data[i]);
+      den += (double)want.data[i] * want.data[i];
+    }
+    for (size_t t = 0; t < n; t++) {
+      auto a = got.data.begin() + t * v, b = want.data.begin() + t * v;
+      top1 += std::max_element(a, a + v) - a == std::max_element(b, b + v) - b;
+    }
+    std::printf("  stories260K %s: NMSE vs llama.cpp %.3g, top-1 agreement %zu/%zu\n", type, num / den, top1, n);
+    EXPECT_LT(num / den, bound) << type;
+    EXPECT_GE(top1 + 1, n) << type;
+    fs::remove(out);
+  }
+}
+
+TEST(Cli, BadInputsGiveOneLineAndExit1) {
+  fs::path tmp = fs::temp_directory_path() / "ztvm_cli_bad";
+  fs::create_directories(tmp);
+  const std::string good = read_file(kStories + "stories260K-f32.gguf");
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream((tmp / name).string(), std::ios::binary) << bytes;
+    return (tmp / name).string();
+  };
+  expect_clean_error(run_ztvm("logits -m /nonexistent/model.gguf --ids 1 -o /dev/null"), "/nonexistent/model.gguf");
+  expect_clean_error(run_ztvm("logits -m " + write("trunc.gguf", good.substr(0, 1000)) + " --ids 1 -o /dev/null"), "trunc.gguf");
+  expect_clean_error(run_ztvm("logits -m " + write("trunc2.gguf", good.substr(0, good.size() - 100)) + " --ids 1 -o /dev/null"),
+                     "trunc2.gguf");
+  std::string bad_magic = good;
+  bad_magic[0] = 'X';
+  expect_clean_error(run_ztvm("run -m " + write("magic.gguf", bad_magic) + " -p hi -n 1"), "magic.gguf");
+  fs::create_directories(tmp / "neox");
+  write("neox/config.json", R"({"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"]})");
+  write("neox/model.safetensors", std::string("\x02\0\0\0\0\0\0\0{}", 10));  // a valid, empty file
+  expect_clean_error(run_ztvm("logits -m " + (tmp / "neox").string() + " --ids 1 -o /dev/null"), "gpt_neox");
+  expect_clean_error(run_ztvm("logits -m " + kStories + "stories260K-f32.gguf --ids 1,99999 -o /dev/null"), "99999");
+  expect_clean_error(run_ztvm("logits -m " + kStories + "stories260K-f32.gguf --ids 1,x -o /dev/null"), "'x'");
+  expect_clean_error(run_ztvm("run -m " + kStories + "stories260K-f32.gguf --ctx 8 -p 'Once upon a time there was a girl named Lily' -n 4"),
+                     "context");
+  fs::remove_all(tmp);
+}
