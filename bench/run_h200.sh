@@ -7,7 +7,8 @@
 #
 # Env: OUT (results folder; the device tool sets it), MODELS ("shape:quant ..."), ROUNDS (3),
 # REPS (runs per measurement, 3), BUDGET_S (510: no step starts later), HARD_S (580: every step is
-# killed by then), BENCH_DIR (.cache/bench), MODEL_DIR (/tmp/ztvm-models), SYNTH_THREADS (8).
+# killed by then), BENCH_DIR (.cache/bench), MODEL_DIR (/tmp/ztvm-models), SYNTH_THREADS (8),
+# SKIP_GPU_ENV (set: do not unpack .gl/ into /, for a dry run on a machine that has Vulkan).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -81,7 +82,7 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
 SMI_PID=$!
 
 # shellcheck source=bench/gpu_env.sh
-source bench/gpu_env.sh || log "gpu_env.sh failed"
+if [ -z "${SKIP_GPU_ENV:-}" ]; then source bench/gpu_env.sh || log "gpu_env.sh failed"; fi
 ZTVM=$B/ztvm
 [ -x "$ZTVM" ] || log "ERROR: no ztvm binary at $ZTVM (run bench/prepare.sh before carrying .cache/bench)"
 step ztvm_gpu 30 "$OUT/ztvm_gpu.txt" "$ZTVM" gpu || log "ztvm gpu failed: Vulkan/Dawn not usable?"
@@ -108,7 +109,7 @@ vocab_for() {
   case $1 in
     llama-3.2-1b) echo "$B/vocab/ggml-vocab-llama-bpe.gguf" ;;
     qwen3-4b) echo "$B/vocab/ggml-vocab-qwen2.gguf" ;;
-    phi-3-mini) echo "$B/vocab/ggml-vocab-phi-3.gguf" ;;
+    phi-3-mini | tiny) echo "$B/vocab/ggml-vocab-phi-3.gguf" ;;  # tiny: dry runs of this script
   esac
 }
 READY=""

@@ -1,5 +1,5 @@
 // Dot of 32-element sub-block u of a Q4_K row (see weight_q4_k.wgsl for the layout).
-fn w_dot(row_byte: u32, u: u32) -> f32 {
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, array<vec4f, 8>>) -> f32 {
   let b = row_byte + (u / 8u) * 144u;
   let j = u % 8u;
   let s6 = b + 4u;
@@ -19,7 +19,7 @@ fn w_dot(row_byte: u32, u: u32) -> f32 {
   for (var i = 0u; i < 8u; i++) {
     let word = w[(q >> 2u) + i] >> shift;  // Q4_K blocks are 4-byte aligned
     let qv = vec4f(f32(word & 0xFu), f32((word >> 8u) & 0xFu), f32((word >> 16u) & 0xFu), f32((word >> 24u) & 0xFu));
-    let xx = xv[u * 8u + i];
+    let xx = (*xu)[i];
     s += dot(qv, xx);
     xs += xx.x + xx.y + xx.z + xx.w;
   }

@@ -1,5 +1,5 @@
 // Dot of 32-element sub-block u of a Q6_K row (see weight_q6_k.wgsl for the layout).
-fn w_dot(row_byte: u32, u: u32) -> f32 {
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, array<vec4f, 8>>) -> f32 {
   let b = row_byte + (u / 8u) * 210u;
   let jj = u % 8u;
   let n = jj / 4u;
@@ -15,7 +15,7 @@ fn w_dot(row_byte: u32, u: u32) -> f32 {
     let hw = w_u32(qh + 4u * i) >> (2u * k);
     let qv = vec4f(f32((lw & 0xFu) | ((hw & 3u) << 4u)), f32(((lw >> 8u) & 0xFu) | (((hw >> 8u) & 3u) << 4u)),
                    f32(((lw >> 16u) & 0xFu) | (((hw >> 16u) & 3u) << 4u)), f32(((lw >> 24u) & 0xFu) | (((hw >> 24u) & 3u) << 4u)));
-    let d = dot(qv - 32.0, xv[u * 8u + i]);
+    let d = dot(qv - 32.0, (*xu)[i]);
     if (i < 4u) { s0 += d; } else { s1 += d; }
   }
   let d = w_f16(b + 208u);

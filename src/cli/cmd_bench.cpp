@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_setup.h"
+#include "gpu/profiler.h"
 
 namespace ztvm::cli {
 
@@ -23,13 +24,16 @@ static int run_bench(int argc, char** argv) {
   eo.add_to(app);
   uint32_t n_prompt = 35, n_gen = 128, runs = 5, warmup = 1, depth = 0;
   std::string json_out;
+  bool profile = false;
   app.add_option("-p,--n-prompt", n_prompt, "prompt tokens")->check(CLI::Range(1u, 1u << 20));
   app.add_option("-n,--n-gen", n_gen, "tokens to generate")->check(CLI::Range(1u, 1u << 20));
   app.add_option("-r,--runs", runs, "measured runs")->check(CLI::Range(1u, 1000u));
   app.add_option("--warmup", warmup, "unmeasured runs first");
   app.add_option("-d,--depth", depth, "tokens already in the KV cache before the prompt (long-context decode)");
   app.add_option("--json", json_out, "write results as JSON to this file");
+  app.add_flag("--profile", profile, "after the runs, time every kernel with GPU timestamps (prefill, then decode)");
   CLI11_PARSE(app, argc, argv);
+  eo.timestamps = profile;
   if (eo.ctx == 0) eo.ctx = depth + n_prompt + n_gen + 1;
   Engine e = load_engine(eo);
   const ModelConfig& c = e.model->config;
@@ -76,6 +80,19 @@ static int run_bench(int argc, char** argv) {
   std::printf("model %s | prompt %u (depth %u) | gen %u | runs %u\n", eo.model.c_str(), n_prompt, depth, n_gen, runs);
   std::printf("TTFT %.2f ms | prefill %.1f tok/s | decode %.1f tok/s | total %.1f tok/s | decode %.1f GB/s (%.1f MB/token)\n",
               median(ttft), median(prefill_tps), dec, median(total_tps), bytes * dec / 1e9, bytes / 1e6);
+  if (profile) {
+    Generator& gen = *e.generator;
+    gen.reset();
+    gpu::Profiler prefill(*e.device);
+    e.device->set_profiler(&prefill);
+    gen.generate(full, 1, [](int32_t) { return true; });
+    gpu::Profiler decode(*e.device);
+    e.device->set_profiler(&decode);
+    gen.generate(full, n_gen, [](int32_t) { return true; });  // the cache holds the prompt: decode steps only
+    e.device->set_profiler(nullptr);
+    std::printf("\nprefill of %u tokens, GPU time per kernel role:\n%s", (uint32_t)full.size(), prefill.report(1).c_str());
+    std::printf("\ndecode, GPU time per kernel role per token:\n%s", decode.report(n_gen).c_str());
+  }
   if (!json_out.empty()) {
     nlohmann::json j = {{"model", eo.model},
                         {"adapter", e.device->info().device},

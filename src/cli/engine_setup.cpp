@@ -18,7 +18,7 @@ Engine load_engine(const EngineOptions& o, bool quiet) {
   auto t0 = std::chrono::steady_clock::now();
   Engine e;
   e.model = open_model(o.model);
-  e.device = std::make_unique<gpu::Device>(gpu::Device::Options{o.gpu, false});
+  e.device = std::make_unique<gpu::Device>(gpu::Device::Options{o.gpu, o.timestamps});
   uint32_t ctx = o.ctx ? o.ctx : std::min<uint32_t>(e.model->config.max_position_embeddings, 4096);
   e.forward = std::make_unique<Forward>(*e.device, *e.model, ctx, o.chunk);
   e.generator = std::make_unique<Generator>(*e.forward);

@@ -16,6 +16,7 @@ struct EngineOptions {
   uint32_t ctx = 0;           // KV capacity in tokens; 0: the model's training context, at most 4096
   std::string gpu = "auto";   // auto | discrete | cpu
   uint32_t chunk = 64;        // prefill chunk (tokens per pass)
+  bool timestamps = false;    // request GPU timestamp queries (for profiling)
   void add_to(CLI::App& app, bool model_required = true);
 };
 

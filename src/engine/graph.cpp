@@ -28,7 +28,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       continue;
     }
     if (d.single && n_tokens == 1) {
-      rec.dispatch(*d.single, d.single_group, d.single_groups);
+      rec.dispatch(*d.single, d.single_group, d.single_groups, 1, d.single_role, d.bytes);
       continue;
     }
     uint32_t groups = d.a;
@@ -38,7 +38,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       case Grid::GemmTiles: groups = d.a * tiles; break;
       case Grid::AttentionSplits: groups = d.a * n_tokens * ((pos0 + n_tokens + d.b - 1) / d.b); break;
     }
-    rec.dispatch(*d.pipeline, d.group, groups);
+    rec.dispatch(*d.pipeline, d.group, groups, 1, d.role, d.bytes);
   }
 }
 
@@ -85,7 +85,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       Dispatch& d = g_.ops.back();
       d.single = &mv;
       d.single_group = k_.device().bind(mv, {y, x, p.buf}, "matvec:" + y.label());
-      d.single_groups = (p.rows + 7) / 8;
+      d.single_groups = (p.rows + 31) / 32;  // RPW in matvec.wgsl
+      d.single_role = "matvec_" + snippet.substr(7) + (w.gated ? "_gated" : "");
     }
   }
 }

@@ -36,7 +36,8 @@ struct Dispatch {
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
   uint64_t bytes = 0;  // weight bytes this dispatch reads (for GB/s)
-  std::string role;    // kernel role, e.g. "matmul_q4_0", for the profiler
+  std::string role;    // kernel role, e.g. "gemm_q4_0", for the profiler
+  std::string single_role;
 };
 
 class Graph {

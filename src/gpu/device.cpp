@@ -177,7 +177,8 @@ Device::Device(const Options& opts) {
 
   std::vector<uint32_t> req;
   if (info_.subgroups) req.push_back(WGPUFeatureName_Subgroups);
-  if (opts.timestamps && info_.timestamps) req.push_back(WGPUFeatureName_TimestampQuery);
+  timestamps_ = opts.timestamps && info_.timestamps;
+  if (timestamps_) req.push_back(WGPUFeatureName_TimestampQuery);
   // Timestamps in real nanoseconds (Dawn quantizes them by default).
   const char* dis_toggles[] = {"timestamp_quantization"};
   WGPUDawnTogglesDescriptor dtog{};

@@ -143,6 +143,10 @@ class Device {
   void wait(WGPUFuture f, const char* what, double timeout_s = 120);
   // Throws if Dawn reported an uncaptured error or the device was lost since the last check.
   void check();
+  bool timestamps_enabled() const { return timestamps_; }
+  // While set, Recorders time every dispatch (see profiler.h).
+  void set_profiler(class Profiler* p) { profiler_ = p; }
+  class Profiler* profiler() const { return profiler_; }
 
  private:
   static void on_uncaptured_error(const WGPUDevice*, uint32_t type, WGPUStringView msg, void* self, void*);
@@ -159,6 +163,8 @@ class Device {
   std::vector<std::string> errors_;
   std::atomic<bool> has_error_{false};
   std::atomic<bool> lost_{false};
+  bool timestamps_ = false;
+  class Profiler* profiler_ = nullptr;
 };
 
 std::string to_string(WGPUStringView v);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gpu/kernel_source.h"
+#include "gpu/profiler.h"
 
 namespace ztvm::gpu {
 
@@ -94,12 +95,20 @@ void Recorder::end_pass() {
   }
 }
 
-void Recorder::dispatch(const Pipeline& p, const BindGroup& g, uint32_t groups_x, uint32_t groups_y) {
+void Recorder::dispatch(const Pipeline& p, const BindGroup& g, uint32_t groups_x, uint32_t groups_y,
+                        const std::string& role, uint64_t bytes) {
   if (groups_x == 0 || groups_y == 0) return;
   if (groups_x > max_dim_) {  // fold into 2-D: the kernel reads the flat index back
     if (groups_y != 1) throw GpuError("dispatch of '" + p.label() + "' too large in both dimensions");
     groups_y = (groups_x + max_dim_ - 1) / max_dim_;
     groups_x = (groups_x + groups_y - 1) / groups_y;
+  }
+  if (Profiler* prof = dev_.profiler()) {  // its own pass, timed
+    end_pass();
+    WGPUPassTimestampWrites tw = prof->next(role.empty() ? p.label() : role, bytes);
+    WGPUComputePassDescriptor d{};
+    d.timestampWrites = &tw;
+    pass_ = wgpuCommandEncoderBeginComputePass(enc_, &d);
   }
   begin_pass();
   wgpuComputePassEncoderSetPipeline(pass_, p.get());
@@ -115,10 +124,12 @@ void Recorder::copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint
 
 void Recorder::submit() {
   end_pass();
+  if (Profiler* prof = dev_.profiler()) prof->resolve(enc_);
   WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc_, nullptr);
   wgpuCommandEncoderRelease(enc_);
   enc_ = nullptr;
   dev_.submit(cb);
+  if (Profiler* prof = dev_.profiler()) prof->collect();
 }
 
 }  // namespace ztvm::gpu

@@ -42,7 +42,9 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
   // groups_x may exceed the per-dimension limit: it is folded into y, and kernels recover the flat index
   // as wid.x + wid.y * num_workgroups.x (see flat_group in kernels/common.wgsl).
-  void dispatch(const Pipeline& p, const BindGroup& g, uint32_t groups_x, uint32_t groups_y = 1);
+  // role/bytes name the dispatch for the profiler, when one is set on the device.
+  void dispatch(const Pipeline& p, const BindGroup& g, uint32_t groups_x, uint32_t groups_y = 1,
+                const std::string& role = "", uint64_t bytes = 0);
   void copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off, uint64_t size);
   void submit();  // finishes the encoder and submits it; the recorder is spent afterwards
   uint32_t dispatches() const { return n_dispatch_; }

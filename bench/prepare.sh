@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Fills .cache/bench with what bench/run_h200.sh needs on the H200 machine, which has no network
+# and starts bare (see bench/README.md). Run here, after building ztvm:
+#
+#   bench/prepare.sh [BUILD_DIR]      (default: build)
+#
+# Then the lead runs bench/run_h200.sh there with carry [".gl", ".cache/bench"]. The carried paths
+# must stay under 64 MiB in all: this script prints their size and fails above the limit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+B=.cache/bench
+SRC=.cache/llamacpp/src           # llama.cpp as shipped in npm node-llama-cpp (scripts/setup.sh)
+VOCAB=../shared/testdata/vocab
+LIMIT=$(( 64 * 1024 * 1024 ))
+
+[ -x "$BUILD/ztvm" ] || { echo "prepare: no $BUILD/ztvm: build it first (cmake --build $BUILD --target ztvm)" >&2; exit 1; }
+[ -d .gl ] || { echo "prepare: no .gl/ (Vulkan loader debs): see ../shared/GPU_MACHINE.md" >&2; exit 1; }
+mkdir -p "$B"
+# Keep a carried llama-bench from an earlier run (bench/README.md), replace everything else.
+find "$B" -mindepth 1 -maxdepth 1 ! -name llamacpp-bin -exec rm -rf {} +
+
+# ztvm, Dawn beside it (rpath $ORIGIN), and libutf8proc, which Ubuntu 24.04 lacks. Symbols are
+# stripped to save carry space; the dynamic symbol table that linking uses is kept.
+strip -o "$B/ztvm" "$BUILD/ztvm"
+strip --strip-unneeded -o "$B/libwebgpu_wrapper.so" "$BUILD/libwebgpu_wrapper.so"
+cp -L "$(ldd "$BUILD/ztvm" | awk '/libutf8proc.so.2/ {print $3}')" "$B/libutf8proc.so.2"
+git rev-parse --short=12 HEAD > "$B/ztvm-commit.txt"
+git diff --quiet HEAD -- src kernels CMakeLists.txt || sed -i 's/$/-dirty/' "$B/ztvm-commit.txt"
+
+# llama.cpp source without what a llama-bench build never reads (models, docs, tests, examples, web UI).
+git -C "$SRC" rev-parse --short HEAD > "$B/llamacpp-commit.txt"
+git -C "$SRC" archive --format=tar HEAD -- . ':!models' ':!docs' ':!media' ':!tools/ui' ':!tests' ':!benches' \
+  ':!examples' ':!pocs' ':!.github' | gzip -9 > "$B/llamacpp-src.tar.gz"
+
+mkdir -p "$B/vocab"
+for v in llama-bpe qwen2 phi-3; do cp "$VOCAB/ggml-vocab-$v.gguf" "$B/vocab/"; done
+
+echo "ztvm $(cat "$B/ztvm-commit.txt"), llama.cpp $(cat "$B/llamacpp-commit.txt")"
+echo "libraries ztvm needs (Ubuntu 24.04 has libpcre2-8, libstdc++, libc; Dawn and libutf8proc are carried):"
+ldd "$BUILD/ztvm" | awk '{print "  " $1}'
+du -ab .gl "$B" | sort -n | tail -12
+total=$(du -cb .gl "$B" | tail -1 | cut -f1)
+awk -v t="$total" 'BEGIN { printf "carry [\".gl\", \".cache/bench\"]: %d bytes (%.1f MiB of 64)\n", t, t / 1048576 }'
+if (( total > LIMIT )); then echo "prepare: over the 64 MiB carry limit" >&2; exit 1; fi
