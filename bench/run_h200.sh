@@ -93,7 +93,7 @@ BUILD_PID=""
 for cand in "$B/llamacpp-bin/llama-bench" "$B/llamacpp-bin/llama-bench.gz"; do
   [ -f "$cand" ] || continue
   if [ "${cand%.gz}" != "$cand" ]; then gunzip -c "$cand" > /tmp/llama-bench && chmod +x /tmp/llama-bench && cand=/tmp/llama-bench; fi
-  if "$cand" --help > /dev/null 2>&1; then LB=$cand; meta llamacpp_binary "carried"; break; fi
+  if "$cand" --help > /dev/null 2>&1; then LB=$cand; meta llamacpp_binary "carried"; log "using the carried $cand"; break; fi
   log "carried $cand does not run; building instead"
 done
 if [ -z "$LB" ]; then

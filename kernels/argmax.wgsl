@@ -1,42 +1,60 @@
-// Greedy sampling on the GPU: the index of the largest logit (lowest index on ties, NaN never wins)
-// goes to ids[0], where the next step's embedding reads it, and to tokens[step.out_index] for the host.
+// Greedy sampling on the GPU, in two passes over the logits. Pass 1 (FINAL = false): workgroup g
+// finds the largest logit of its slice (lowest index on ties; NaN never wins) into part[g].
+// Pass 2 (FINAL = true, one workgroup): the best of the parts goes to ids[0], where the next step's
+// embedding reads it, and to tokens[step.out_index] for the host.
 //!include common
 
-override N: u32;  // vocabulary size
+override N: u32;       // vocabulary size
+override PARTS: u32;   // workgroups of pass 1
+override FINAL: bool = false;
 
 @group(0) @binding(0) var<storage, read_write> ids: array<u32>;
 @group(0) @binding(1) var<storage, read_write> tokens: array<u32>;
-@group(0) @binding(2) var<storage, read> logits: array<f32>;
-@group(0) @binding(3) var<uniform> step: Step;
+@group(0) @binding(2) var<storage, read_write> part: array<vec2u>;  // (value bits, index)
+@group(0) @binding(3) var<storage, read> logits: array<f32>;
+@group(0) @binding(4) var<uniform> step: Step;
 
 var<workgroup> best_v: array<f32, 256>;
 var<workgroup> best_i: array<u32, 256>;
 
+fn better(v: f32, i: u32, bv: f32, bi: u32) -> bool {
+  return v > bv || (v == bv && i < bi);
+}
+
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
   var bv = -3.0e38;
   var bi = 0xFFFFFFFFu;
-  for (var i = lid; i < N; i += 256u) {
-    let v = logits[i];
-    if (v > bv) { bv = v; bi = i; }  // strided scan: first hit per thread is its lowest index
+  if (FINAL) {
+    for (var i = lid; i < PARTS; i += 256u) {
+      let p = part[i];
+      if (better(bitcast<f32>(p.x), p.y, bv, bi)) { bv = bitcast<f32>(p.x); bi = p.y; }
+    }
+  } else {
+    let per = (N + PARTS - 1u) / PARTS;
+    let end = min(N, (wid.x + 1u) * per);
+    for (var i = wid.x * per + lid; i < end; i += 256u) {
+      let v = logits[i];
+      if (v > bv) { bv = v; bi = i; }  // strided scan: a thread's first hit is its lowest index
+    }
   }
   best_v[lid] = bv;
   best_i[lid] = bi;
   workgroupBarrier();
   for (var s = 128u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      let ov = best_v[lid + s];
-      let oi = best_i[lid + s];
-      if (ov > best_v[lid] || (ov == best_v[lid] && oi < best_i[lid])) {
-        best_v[lid] = ov;
-        best_i[lid] = oi;
-      }
+    if (lid < s && better(best_v[lid + s], best_i[lid + s], best_v[lid], best_i[lid])) {
+      best_v[lid] = best_v[lid + s];
+      best_i[lid] = best_i[lid + s];
     }
     workgroupBarrier();
   }
   if (lid == 0u) {
-    let tok = select(best_i[0], 0u, best_i[0] == 0xFFFFFFFFu);
-    ids[0] = tok;
-    tokens[step.out_index] = tok;
+    if (FINAL) {
+      let tok = select(best_i[0], 0u, best_i[0] == 0xFFFFFFFFu);
+      ids[0] = tok;
+      tokens[step.out_index] = tok;
+    } else {
+      part[wid.x] = vec2u(bitcast<u32>(best_v[0]), best_i[0]);
+    }
   }
 }

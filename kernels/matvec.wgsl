@@ -1,7 +1,8 @@
 // Decode-time y = W x for one token. A group of 32 lanes owns RPL rows: each lane walks whole
 // 32-element units (consecutive lanes, consecutive units), loads the unit of x once into registers
 // and dots it with that unit of each of its rows — so x is read once per RPL rows, not per row.
-// 8 lane groups per workgroup. The DOT snippet knows the weight encoding; GATED as in gemm.wgsl.
+// 2 lane groups per workgroup: small workgroups keep every SM busy on short matrices (the host picks
+// RPL so there are enough of them). The DOT snippet knows the weight encoding; GATED as in gemm.wgsl.
 // Needs COLS % 32 == 0.
 //!include common
 //!include WEIGHT
@@ -12,21 +13,22 @@ override COLS: u32;
 override Y_OFFSET: u32 = 0u;
 override GATED: bool = false;
 
+override RPL: u32 = 4u;  // rows per lane group (1, 2 or 4)
+
 const LANES: u32 = 32u;
-const RPL: u32 = 4u;  // rows per lane group
-const RPW: u32 = 32u; // rows per workgroup: 8 lane groups x RPL
+const WG: u32 = 64u;
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(1) var<storage, read> xv: array<vec4f>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 
-var<workgroup> red: array<f32, 2048>;  // [2 halves][RPL][256 lanes]
+var<workgroup> red: array<f32, 512>;  // [2 halves][RPL][64 lanes]
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let lane = lid % LANES;
-  let row0 = flat_group(wid, nwg) * RPW + (lid / LANES) * RPL;
+  let row0 = flat_group(wid, nwg) * 2u * RPL + (lid / LANES) * RPL;
   var acc: array<f32, 8>;  // [half][RPL]
   let units = COLS / 32u;
   let rb = w_row_bytes();
@@ -41,18 +43,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
-  for (var j = 0u; j < 2u * RPL; j++) { red[j * 256u + lid] = acc[j]; }
+  for (var j = 0u; j < 2u * RPL; j++) { red[j * WG + lid] = acc[j]; }
   workgroupBarrier();
   for (var s = LANES / 2u; s > 0u; s >>= 1u) {
     if (lane < s) {
-      for (var j = 0u; j < 2u * RPL; j++) { red[j * 256u + lid] += red[j * 256u + lid + s]; }
+      for (var j = 0u; j < 2u * RPL; j++) { red[j * WG + lid] += red[j * WG + lid + s]; }
     }
     workgroupBarrier();
   }
   if (lane < RPL && row0 + lane < ROWS) {
     let base = lid - lane;  // lane 0 of this group holds the sums
-    var r = red[lane * 256u + base];
-    if (GATED) { r = r / (1.0 + exp(-r)) * red[(RPL + lane) * 256u + base]; }
+    var r = red[lane * WG + base];
+    if (GATED) { r = r / (1.0 + exp(-r)) * red[(RPL + lane) * WG + base]; }
     y[Y_OFFSET + row0 + lane] = r;
   }
 }

@@ -111,7 +111,8 @@ INSTANTIATE_TEST_SUITE_P(
                       MatmulCase{GgmlType::Q4_0, 70, 256, 1}, MatmulCase{GgmlType::Q4_0, 21, 160, 9},
                       MatmulCase{GgmlType::Q4_K, 70, 512, 1}, MatmulCase{GgmlType::Q4_K, 9, 256, 13},
                       MatmulCase{GgmlType::Q6_K, 70, 512, 1}, MatmulCase{GgmlType::Q6_K, 9, 256, 13},
-                      MatmulCase{GgmlType::Q4_0, 130, 96, 70}, MatmulCase{GgmlType::F16, 65, 100, 129}),
+                      MatmulCase{GgmlType::Q4_0, 130, 96, 70}, MatmulCase{GgmlType::F16, 65, 100, 129},
+                      MatmulCase{GgmlType::Q4_K, 4101, 256, 1}, MatmulCase{GgmlType::Q8_0, 16403, 64, 1}),
     [](const auto& info) {
       return std::string(type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
              std::to_string(info.param.cols) + "_T" + std::to_string(info.param.tokens);
@@ -266,9 +267,10 @@ TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {
   logits[1234] = 50.f;  // a tie: the lower index wins
   logits[77] = std::nanf("");
   gpu::Buffer lb = upload("test.logits", logits), ids = device().buffer("test.ids", 16), toks = device().buffer("test.tokens", 64);
+  gpu::Buffer part = device().buffer("test.part", GraphBuilder::kArgmaxParts * 8);
   gpu::Buffer step = step_buffer(0, 1, 5);
   Graph g;
-  GraphBuilder(k, g, step).argmax(ids, toks, lb, n);
+  GraphBuilder(k, g, step).argmax(ids, toks, part, lb, n);
   run(g, 0, 1);
   EXPECT_EQ(device().read_as<uint32_t>(ids, 1)[0], 1234u);
   EXPECT_EQ(device().read_as<uint32_t>(toks, 6)[5], 1234u);

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "cli/command.h"
-#include "model/model_error.h"
 #include "model/synth.h"
 
 namespace ztvm::cli {

@@ -7,7 +7,7 @@
 namespace ztvm {
 
 static constexpr uint32_t kPage = 16;    // tokens per KV page
-static constexpr uint32_t kSplit = 256;  // KV positions per attention split
+static constexpr uint32_t kSplit = 64;   // KV positions per attention split: parallelism at short contexts
 
 std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
   const uint32_t half = c.rotary_dim / 2;
@@ -46,6 +46,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
   s_.x_last = dev.buffer("state.x_last", d * F);
   s_.logits = dev.buffer("state.logits", T * c.vocab_size * F);
+  s_.argmax_part = dev.buffer("state.argmax_part", GraphBuilder::kArgmaxParts * 8);
   std::vector<float> rope = rope_table(c, max_context);
   s_.rope = dev.buffer("state.rope", rope.size() * F);
   dev.write(s_.rope, rope.data(), rope.size() * F);
@@ -93,8 +94,8 @@ void Forward::build(Head head) {
   } else if (head == Head::LastSample) {
     g.copy_last_row(s.x_last, s.xb, d);                       // the last token only
     g.use_step(s.step_last);
-    g.matmul(s.logits, s.x_last, w.lm_head());                // logits = W_out xb[last]
-    g.argmax(s.ids, s.tokens, s.logits, c.vocab_size);        // ids[0] = tokens[out_index] = argmax(logits)
+    g.matmul(s.logits, s.x_last, w.lm_head(), 0, true);       // logits = W_out xb[last]
+    g.argmax(s.ids, s.tokens, s.argmax_part, s.logits, c.vocab_size);  // ids[0] = tokens[out_index] = argmax(logits)
   }
 }
 

@@ -48,6 +48,7 @@ class Forward {
     gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
     gpu::Buffer logits;               // [chunk, vocab]
+    gpu::Buffer argmax_part;          // argmax's per-workgroup (value, index) pairs
     gpu::Buffer rope;                 // [max_context, rot/2] (cos, sin)
     gpu::Buffer pages;                // KV page table (identity: one sequence)
     std::vector<gpu::Buffer> k_cache, v_cache;  // per layer [pages][PAGE][NKV][HD]

@@ -27,7 +27,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       rec.copy(*d.src, (uint64_t)(n_tokens - 1) * d.b * 4, *d.dst, 0, (uint64_t)d.b * 4);
       continue;
     }
-    if (d.single && n_tokens == 1) {
+    if (d.single && (n_tokens == 1 || d.always_single)) {
       rec.dispatch(*d.single, d.single_group, d.single_groups, 1, d.single_role, d.bytes);
       continue;
     }
@@ -69,7 +69,9 @@ void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, con
   add({"add_rmsnorm", {}, {{"D", d}, {"EPS", eps}}}, {y, sum, a, b, w, *step_}, Grid::PerToken, 1);
 }
 
-void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride) {
+void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride,
+                          bool one_token) {
+  if (one_token && w.cols % 32 != 0) throw ModelError("LM head width " + std::to_string(w.cols) + " is not a multiple of 32");
   for (const MatrixPart& p : w.parts) {
     std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
@@ -78,14 +80,17 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     add({"gemm", {{"WEIGHT", weight_snippet(p.type)}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0,
         p.buf.size());
     if (w.cols % 32 == 0) {  // decode: the matvec kernel (rows of whole 32-element units)
-      std::map<std::string, double> mc = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0}};
+      // Rows per lane group: enough workgroups to fill a large GPU on short matrices, x reuse on long ones.
+      const uint32_t rpl = p.rows >= 16384 ? 4 : p.rows >= 4096 ? 2 : 1;
+      std::map<std::string, double> mc = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0}, {"RPL", rpl}};
       if (w.gated) mc["GATED"] = 1;
       std::string snippet = weight_snippet(p.type);
       const gpu::Pipeline& mv = k_.get({"matvec", {{"WEIGHT", snippet}, {"DOT", "dot_" + snippet.substr(7)}}, mc});
       Dispatch& d = g_.ops.back();
       d.single = &mv;
       d.single_group = k_.device().bind(mv, {y, x, p.buf}, "matvec:" + y.label());
-      d.single_groups = (p.rows + 31) / 32;  // RPW in matvec.wgsl
+      d.single_groups = (p.rows + 2 * rpl - 1) / (2 * rpl);  // 2 lane groups per workgroup
+      d.always_single = one_token;
       d.single_role = "matvec_" + snippet.substr(7) + (w.gated ? "_gated" : "");
     }
   }
@@ -113,8 +118,13 @@ void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& 
       Grid::PerToken, s.nh);
 }
 
-void GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, uint32_t vocab) {
-  add({"argmax", {}, {{"N", vocab}}}, {ids, tokens, logits, *step_}, Grid::Fixed, 1);
+void GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part,
+                          const gpu::Buffer& logits, uint32_t vocab) {
+  const std::map<std::string, double> c = {{"N", vocab}, {"PARTS", kArgmaxParts}};
+  add({"argmax", {}, c}, {ids, tokens, part, logits, *step_}, Grid::Fixed, kArgmaxParts);
+  auto final_c = c;
+  final_c["FINAL"] = 1;
+  add({"argmax", {}, final_c}, {ids, tokens, part, logits, *step_}, Grid::Fixed, 1);
 }
 
 void GraphBuilder::copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width) {

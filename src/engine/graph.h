@@ -32,6 +32,7 @@ struct Dispatch {
   const gpu::Pipeline* single = nullptr;
   gpu::BindGroup single_group;
   uint32_t single_groups = 0;
+  bool always_single = false;  // the pass has one token whatever its length (the LM head of the last one)
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
@@ -58,8 +59,10 @@ class GraphBuilder {
   void rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps);
   void add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
                    const gpu::Buffer& w, uint32_t d, float eps);
-  // y[t, y_offset + r] = W x[t]; gated matrices write silu(gate) * up.
-  void matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride = 0);
+  // y[t, y_offset + r] = W x[t]; gated matrices write silu(gate) * up. one_token: x holds a single
+  // token whatever the pass's length (the LM head of the last token).
+  void matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride = 0,
+              bool one_token = false);
   struct AttnShape {
     uint32_t hd, nh, nkv, rot, page, split;
     bool neox, qk_norm, bias;
@@ -70,7 +73,10 @@ class GraphBuilder {
   void attention(const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
                  const gpu::Buffer& v_cache, const gpu::Buffer& pages, const AttnShape& s);
   void attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s);
-  void argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, uint32_t vocab);
+  // part: scratch of kArgmaxParts (value, index) pairs between the two passes.
+  void argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part, const gpu::Buffer& logits,
+              uint32_t vocab);
+  static constexpr uint32_t kArgmaxParts = 128;
   void copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width);
 
  private:
