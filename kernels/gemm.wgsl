@@ -17,13 +17,21 @@ override GATED: bool = false;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 @group(0) @binding(3) var<uniform> step: Step;
 
-var<workgroup> ws: array<f32, 2048>;  // [32 k][64 virtual rows]
-var<workgroup> xs: array<f32, 2048>;  // [32 k][64 tokens]
+// Both tiles are stored as the vec4s the inner loop reads: ws[k][q] = the 4 weights of thread row
+// group q at column k, xs[k][l] = x of tokens l, l+16, l+32, l+48 at column k.
+var<workgroup> ws: array<vec4f, 512>;  // [32 k][16 row quads]
+var<workgroup> xs: array<vec4f, 512>;  // [32 k][16 token lanes]
 
-// The real row behind virtual row v of row tile `tile`, and whether it is an "up" row.
+// The real row behind virtual row v of row tile `tile`.
 fn real_row(tile: u32, v: u32) -> u32 {
   if (GATED) { return tile * 32u + (v % 32u); }
   return tile * 64u + v;
+}
+
+// Where virtual row v sits in ws: (quad, component). Gated quads are (gate r, gate r+1, up r, up r+1).
+fn ws_slot(v: u32) -> vec2u {
+  if (GATED) { return vec2u((v % 32u) / 2u, (v / 32u) * 2u + v % 2u); }
+  return vec2u(v / 4u, v % 4u);
 }
 
 @compute @workgroup_size(256)
@@ -47,7 +55,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         let up = GATED && lid >= 32u;
         v = w_unit((r + select(0u, ROWS, up)) * w_row_bytes(), u);
       }
-      for (var k = 0u; k < 32u; k++) { ws[k * 64u + lid] = v[k]; }
+      let slot = ws_slot(lid);
+      for (var k = 0u; k < 32u; k++) { ws[k * 16u + slot.x][slot.y] = v[k]; }
     }
     {  // x tile: 64 tokens x 32 columns, 8 per thread
       let t = lid / 4u;
@@ -55,20 +64,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var k = k0; k < k0 + 8u; k++) {
         var xv = 0.0;
         if (t0 + t < step.n_tokens && u * 32u + k < COLS) { xv = x[(t0 + t) * COLS + u * 32u + k]; }
-        xs[k * 64u + t] = xv;
+        xs[k * 16u + t % 16u][t / 16u] = xv;
       }
     }
     workgroupBarrier();
     for (var k = 0u; k < 32u; k++) {
-      var wr: vec4f;
-      if (GATED) {
-        wr = vec4f(ws[k * 64u + 2u * tr], ws[k * 64u + 2u * tr + 1u], ws[k * 64u + 32u + 2u * tr],
-                   ws[k * 64u + 32u + 2u * tr + 1u]);
-      } else {
-        wr = vec4f(ws[k * 64u + 4u * tr], ws[k * 64u + 4u * tr + 1u], ws[k * 64u + 4u * tr + 2u],
-                   ws[k * 64u + 4u * tr + 3u]);
-      }
-      let xt = vec4f(xs[k * 64u + tt], xs[k * 64u + tt + 16u], xs[k * 64u + tt + 32u], xs[k * 64u + tt + 48u]);
+      let wr = ws[k * 16u + tr];
+      let xt = xs[k * 16u + tt];
       acc[0] += wr.x * xt;
       acc[1] += wr.y * xt;
       acc[2] += wr.z * xt;
