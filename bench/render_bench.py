@@ -35,7 +35,7 @@ def fmt(value, unit):
     if unit == "ms":
         return f"{value:.2f}"
     if unit == "gbps":
-        return f"{value:,.0f} ({100 * value / PEAK_GBPS:.0f}% of peak)"
+        return f"{value:,.0f} ({100 * value / PEAK_GBPS:.0f}% of peak)" if value >= 100 else f"{value:.2f} (0% of peak)"
     return f"{value:,.0f}" if value >= 1000 else f"{value:.1f}"
 
 
@@ -126,7 +126,8 @@ def render_run(record, lines):
     load = mach.get("under_load") or {}
     lines.append(f"Run {record.get('date')} — ztvm `{c.get('ztvm')}`, llama.cpp `{c.get('llamacpp')}` "
                  f"(file `bench/results/{record['_file']}`).\n")
-    lines.append(f"- GPU: {mach.get('gpu')}, driver {mach.get('driver')}, max clocks {mach.get('clocks_max')}; "
+    lines.append(f"- GPU: {mach.get('gpu') or 'unknown'}, driver {mach.get('driver') or 'unknown'}, "
+                 f"max clocks {mach.get('clocks_max') or 'unknown'}; "
                  + (f"SM clock while busy {load['sm_mhz_min']:.0f}–{load['sm_mhz_max']:.0f} MHz "
                     f"(median {load['sm_mhz_median']:.0f}), power ≤ {load['power_w_max']:.0f} W"
                     if load else "no clock trace under load"))

@@ -90,6 +90,7 @@ step ztvm_gpu 30 "$OUT/ztvm_gpu.txt" "$ZTVM" gpu || log "ztvm gpu failed: Vulkan
 # --- llama.cpp: a carried binary, else build it in the background -------------------------------
 LB=""
 BUILD_PID=""
+GZ_PID=""
 for cand in "$B/llamacpp-bin/llama-bench" "$B/llamacpp-bin/llama-bench.gz"; do
   [ -f "$cand" ] || continue
   if [ "${cand%.gz}" != "$cand" ]; then gunzip -c "$cand" > /tmp/llama-bench && chmod +x /tmp/llama-bench && cand=/tmp/llama-bench; fi
@@ -145,6 +146,11 @@ if [ -n "$BUILD_PID" ]; then
     meta llamacpp_binary "built"
     meta llamacpp_build_s "$(( $(date +%s) - BUILD_T0 ))"
     log "llama-bench: $LB (built in $(( $(date +%s) - BUILD_T0 ))s)"
+    # Keep it for the next session (bench/README.md: carrying it skips the build); in the background.
+    mkdir -p "$OUT/llamacpp-bin"
+    (strip -o /tmp/llama-bench.stripped "$LB" && nice gzip -6 -c /tmp/llama-bench.stripped > "$OUT/llamacpp-bin/llama-bench.gz" \
+      && echo "saved llamacpp-bin/llama-bench.gz: $(stat -c %s "$OUT/llamacpp-bin/llama-bench.gz") bytes" >> "$OUT/summarize.log") &
+    GZ_PID=$!
   else
     log "llama.cpp build FAILED; tail of its log:"
     tail -20 "$OUT/llamacpp_build.log"
@@ -183,10 +189,6 @@ kill "$SMI_PID" 2>/dev/null
 nvidia-smi -q > "$OUT/nvidia-smi-q-after.txt" 2>&1
 summarize
 python3 bench/render_bench.py --results "$OUT" --out "$OUT/BENCH.md" >> "$OUT/summarize.log" 2>&1 || log "render failed"
-# Keep a freshly built llama-bench for the next session (see bench/README.md: carrying it skips the build).
-if [ -n "$BUILD_PID" ] && [ -n "$LB" ] && (( $(elapsed) < HARD_S - 25 )); then
-  mkdir -p "$OUT/llamacpp-bin" && strip -o /tmp/llama-bench.stripped "$LB" \
-    && timeout $(( HARD_S - $(elapsed) - 5 )) gzip -6 -c /tmp/llama-bench.stripped > "$OUT/llamacpp-bin/llama-bench.gz" \
-    && log "saved $OUT/llamacpp-bin/llama-bench.gz ($(stat -c %s "$OUT/llamacpp-bin/llama-bench.gz") bytes)"
-fi
+[ -n "$GZ_PID" ] && wait "$GZ_PID"
 log "done in $(elapsed)s; results: $OUT/h200-latest.json, $OUT/BENCH.md, raw runs in $RAW"
+sleep 1  # let tee flush run.log

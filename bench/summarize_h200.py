@@ -181,6 +181,14 @@ def main():
         if theirs_raw.get("model_size"):
             info["llamacpp_model_size"] = theirs_raw["model_size"]
 
+    # Models made but never measured in a round still belong in the record (file sizes, "not measured").
+    for m in meta.get("models_ready", "").split():
+        shape, _, quant = m.partition(":")
+        tag = f"{shape}_{quant}"
+        info = models.setdefault(tag, {"shape": shape, "quant": quant, "file_bytes": None, "weight_bytes_per_token": None})
+        if meta.get(f"model.{tag}.bytes"):
+            info["file_bytes"] = int(meta[f"model.{tag}.bytes"])
+
     # Summary rows: medians over rounds; a ratio only from rounds where both engines have a number.
     summary = []
     for tag, info in models.items():
