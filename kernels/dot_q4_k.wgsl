@@ -2,16 +2,7 @@
 fn w_dot(row_byte: u32, u: u32, xu: ptr<function, array<vec4f, 8>>) -> f32 {
   let b = row_byte + (u / 8u) * 144u;
   let j = u % 8u;
-  let s6 = b + 4u;
-  var sc: u32;
-  var mn: u32;
-  if (j < 4u) {
-    sc = w_u8(s6 + j) & 63u;
-    mn = w_u8(s6 + j + 4u) & 63u;
-  } else {
-    sc = (w_u8(s6 + j + 4u) & 0xFu) | ((w_u8(s6 + j - 4u) >> 6u) << 4u);
-    mn = (w_u8(s6 + j + 4u) >> 4u) | ((w_u8(s6 + j) >> 6u) << 4u);
-  }
+  let sm = q4k_scale_min(b + 4u, j);  // from weight_q4_k.wgsl
   let q = b + 16u + (j / 2u) * 32u;
   let shift = (j % 2u) * 4u;
   var s = 0.0;
@@ -23,5 +14,5 @@ fn w_dot(row_byte: u32, u: u32, xu: ptr<function, array<vec4f, 8>>) -> f32 {
     s += dot(qv, xx);
     xs += xx.x + xx.y + xx.z + xx.w;
   }
-  return w_f16(b) * f32(sc) * s - w_f16(b + 2u) * f32(mn) * xs;
+  return w_f16(b) * f32(sm.x) * s - w_f16(b + 2u) * f32(sm.y) * xs;
 }

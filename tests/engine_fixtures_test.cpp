@@ -9,23 +9,21 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gpu_test_util.h"
 #include "engine/forward.h"
 #include "engine/generator.h"
 #include "engine/npy.h"
 #include "model/convert.h"
 
 using namespace ztvm;
+using test::device;
+using test::nmse;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kModels = std::string(ZTVM_SOURCE_DIR) + "/tests/fixtures/models/";
 const std::string kVocab = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/stories260K/stories260K-f32.gguf";
-
-gpu::Device& device() {
-  static gpu::Device dev;
-  return dev;
-}
 
 std::vector<int32_t> read_ids(const std::string& path) {
   std::ifstream f(path);
@@ -39,15 +37,6 @@ std::string read_file_line(const std::string& path) {
   std::string s;
   std::getline(f, s);
   return s;
-}
-
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); i++) {
-    num += (double)(got[i] - want[i]) * (got[i] - want[i]);
-    den += (double)want[i] * want[i];
-  }
-  return num / den;
 }
 
 struct Result {

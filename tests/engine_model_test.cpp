@@ -6,29 +6,18 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpu_test_util.h"
 #include "engine/forward.h"
 #include "engine/generator.h"
 #include "reference/model.h"
 
 using namespace ztvm;
+using test::device;
+using test::nmse;
 
 namespace {
 
 const std::string kDir = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/stories260K/";
-
-gpu::Device& device() {
-  static gpu::Device dev;
-  return dev;
-}
-
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); i++) {
-    num += (double)(got[i] - want[i]) * (got[i] - want[i]);
-    den += (double)want[i] * want[i];
-  }
-  return num / den;
-}
 
 // BOS and 15 arbitrary ids of the 512-token vocabulary (no tokenizer involved).
 const std::vector<int32_t> kIds = {1, 403, 407, 261, 378, 429, 300, 275, 266, 45, 263, 289, 346, 45, 69, 270};

@@ -7,28 +7,17 @@
 #include <numeric>
 #include <random>
 
+#include "gpu_test_util.h"
 #include "engine/forward.h"
 #include "engine/graph.h"
 #include "engine/weights.h"
 #include "reference/ops.h"
 
 using namespace ztvm;
+using test::device;
+using test::nmse;
 
 namespace {
-
-gpu::Device& device() {
-  static gpu::Device dev;
-  return dev;
-}
-
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); i++) {
-    num += (double)(got[i] - want[i]) * (got[i] - want[i]);
-    den += (double)want[i] * want[i];
-  }
-  return den > 0 ? num / den : num;
-}
 
 std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.f) {
   std::mt19937 rng(seed);

@@ -214,8 +214,14 @@ bool is_unicode_whitespace(uint32_t cp) {
   }
 }
 
+// A word character as Unicode regexes' \w sees it (HF's single_word added tokens): letters, marks,
+// numbers, '_' — and the symbols that carry the Alphabetic property (circled and squared Latin
+// letters), which their general category (So) alone would miss.
 bool is_word_char(uint32_t cp) {
   if (cp == '_') return true;
+  if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) || (cp >= 0x1F150 && cp <= 0x1F169) ||
+      (cp >= 0x1F170 && cp <= 0x1F189))
+    return true;
   switch (utf8proc_category((utf8proc_int32_t)cp)) {
     case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
     case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
