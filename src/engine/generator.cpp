@@ -43,7 +43,8 @@ std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
 }
 
 GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n_max,
-                                  const std::function<bool(int32_t)>& on_token) {
+                                  const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling) {
+  if (!sampling.greedy()) throw std::runtime_error("sampling with temperature > 0 is not implemented yet");
   if (prompt.empty()) throw std::runtime_error("empty prompt: at least one token (e.g. BOS) is needed");
   check_ids(prompt);
   if (prompt.size() + n_max > fwd_.max_context())

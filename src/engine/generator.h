@@ -17,6 +17,21 @@ struct GenerateStats {
   double decode_ms = 0;      // first token to last token
 };
 
+// How the next token is chosen. temperature 0 is greedy (argmax); otherwise the distribution is
+// shaped by the penalties, top-k, top-p and min-p, and sampled with a seeded generator.
+struct SamplingParams {
+  float temperature = 0.f;
+  int32_t top_k = 40;           // 0: no limit
+  float top_p = 0.95f;          // 1: off
+  float min_p = 0.05f;          // 0: off
+  float repeat_penalty = 1.f;   // 1: off (llama.cpp's repeat penalty over the last repeat_last_n tokens)
+  float presence_penalty = 0.f;
+  float frequency_penalty = 0.f;
+  int32_t repeat_last_n = 64;
+  uint64_t seed = 0;            // same seed, same output
+  bool greedy() const { return temperature <= 0.f; }
+};
+
 class Generator {
  public:
   explicit Generator(Forward& fwd, uint32_t ring = 4);
@@ -24,7 +39,7 @@ class Generator {
   // Greedy generation of up to n_max tokens after `prompt`. on_token returns false to stop early.
   // KV entries of a previous call that match the prompt's prefix are reused.
   GenerateStats generate(const std::vector<int32_t>& prompt, uint32_t n_max,
-                         const std::function<bool(int32_t)>& on_token);
+                         const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling = {});
 
   // Logits [ids.size(), vocab] for every position (teacher forcing), from an empty cache.
   std::vector<float> logits(const std::vector<int32_t>& ids);
