@@ -17,9 +17,8 @@ build: $(SETUP_STAMP)
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Until the embedded default model exists (issue 3), `make run` uses the trained stories260K model.
-DEFAULT_MODEL := ../shared/testdata/stories260K/stories260K-f32.gguf
-ARGS ?= -m $(DEFAULT_MODEL) -p "Once upon a time" -n 100
+# With no -m, ztvm uses the embedded default model (models/README.md).
+ARGS ?= -p "And God said" -n 100
 
 run: build
 	./$(BUILD)/ztvm run $(ARGS)

@@ -88,6 +88,14 @@ TEST(Cli, RunReproducesLlama2cGreedyText) {
   EXPECT_GE(same, 60u);  // the first sentence; llama.cpp's Q4_0 run also diverges early
 }
 
+// No -m: the embedded default model (models/default.gguf, beside the binary as ztvm-default.gguf).
+TEST(Cli, RunWithoutModelUsesTheDefaultModel) {
+  CliRun r = run_ztvm("run -p 'And God said' -n 24 -q");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_GT(r.out.size(), 40u) << r.out;
+  EXPECT_NE(r.out.find(' '), std::string::npos) << r.out;  // words, not a single piece
+}
+
 TEST(Cli, LogitsMatchLlamaCppOnTheSameFiles) {
   const std::string fx = kSrc + "/tests/fixtures/stories260K/";
   std::string ids = read_file(fx + "ids.txt");

@@ -21,7 +21,7 @@ static double median(std::vector<double> v) {
 static int run_bench(int argc, char** argv) {
   CLI::App app{"Measure TTFT, decode and total tok/s (median of runs, tokens verified)", argv[0]};
   EngineOptions eo;
-  eo.add_to(app);
+  eo.add_to(app, /*model_required=*/false);
   uint32_t n_prompt = 35, n_gen = 128, runs = 5, warmup = 1, depth = 0;
   std::string json_out;
   bool profile = false;
@@ -77,7 +77,7 @@ static int run_bench(int argc, char** argv) {
   }
   const double bytes = (double)e.forward->weights().bytes_per_token();
   const double dec = median(decode_tps);
-  std::printf("model %s | prompt %u (depth %u) | gen %u | runs %u\n", eo.model.c_str(), n_prompt, depth, n_gen, runs);
+  std::printf("model %s | prompt %u (depth %u) | gen %u | runs %u\n", e.model->path.c_str(), n_prompt, depth, n_gen, runs);
   std::printf("TTFT %.2f ms | prefill %.1f tok/s | decode %.1f tok/s | total %.1f tok/s | decode %.1f GB/s (%.1f MB/token)\n",
               median(ttft), median(prefill_tps), dec, median(total_tps), bytes * dec / 1e9, bytes / 1e6);
   if (profile) {
@@ -94,7 +94,7 @@ static int run_bench(int argc, char** argv) {
     std::printf("\ndecode, GPU time per kernel role per token:\n%s", decode.report(n_gen).c_str());
   }
   if (!json_out.empty()) {
-    nlohmann::json j = {{"model", eo.model},
+    nlohmann::json j = {{"model", e.model->path},
                         {"adapter", e.device->info().device},
                         {"backend", e.device->info().backend},
                         {"n_prompt", n_prompt},

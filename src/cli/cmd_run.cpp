@@ -14,7 +14,7 @@ namespace ztvm::cli {
 static int run_run(int argc, char** argv) {
   CLI::App app{"Generate text from a prompt", argv[0]};
   EngineOptions eo;
-  eo.add_to(app);
+  eo.add_to(app, /*model_required=*/false);
   std::string prompt, prompt_file;
   uint32_t n = 128;
   float temp = 0;
@@ -36,7 +36,7 @@ static int run_run(int argc, char** argv) {
   }
 
   Engine e = load_engine(eo, quiet);
-  auto tok = Tokenizer::from_model_path(eo.model);
+  auto tok = Tokenizer::from_model_path(e.model->path);
   std::vector<int32_t> ids = tok->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
   if (ids.empty()) throw std::runtime_error("the prompt tokenized to nothing and the model adds no BOS token");
   const std::vector<int32_t> eog = tok->eog_ids();
@@ -68,6 +68,6 @@ static int run_run(int argc, char** argv) {
   return 0;
 }
 
-static Command reg("run", "generate text from a prompt (-m MODEL -p TEXT -n N)", run_run);
+static Command reg("run", "generate text from a prompt ([-m MODEL] -p TEXT -n N; default: the embedded model)", run_run);
 
 }  // namespace ztvm::cli

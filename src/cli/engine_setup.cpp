@@ -2,11 +2,27 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 namespace ztvm::cli {
 
+// The embedded default model: models/default.gguf, copied beside the binary by the build as
+// ztvm-default.gguf; a build tree run from anywhere also finds it in the source tree.
+static std::string default_model() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path beside = exe.parent_path() / "ztvm-default.gguf";
+    if (std::filesystem::exists(beside)) return beside.string();
+  }
+  if (std::filesystem::exists(ZTVM_DEFAULT_MODEL)) return ZTVM_DEFAULT_MODEL;
+  throw std::runtime_error("no -m MODEL given and the default model (ztvm-default.gguf beside ztvm) is missing");
+}
+
 void EngineOptions::add_to(CLI::App& app, bool model_required) {
-  auto* m = app.add_option("-m,--model", model, "model: a .gguf file or a Hugging Face directory");
+  auto* m = app.add_option("-m,--model", model,
+                           model_required ? "model: a .gguf file or a Hugging Face directory"
+                                          : "model: a .gguf file or a Hugging Face directory (default: the embedded model)");
   if (model_required) m->required();
   app.add_option("-c,--ctx", ctx, "context size in tokens (default: the model's, at most 4096)");
   app.add_option("--gpu", gpu, "adapter: auto (discrete GPU if present), discrete, cpu")
@@ -17,14 +33,14 @@ void EngineOptions::add_to(CLI::App& app, bool model_required) {
 Engine load_engine(const EngineOptions& o, bool quiet) {
   auto t0 = std::chrono::steady_clock::now();
   Engine e;
-  e.model = open_model(o.model);
+  e.model = open_model(o.model.empty() ? default_model() : o.model);
   e.device = std::make_unique<gpu::Device>(gpu::Device::Options{o.gpu, o.timestamps});
   uint32_t ctx = o.ctx ? o.ctx : std::min<uint32_t>(e.model->config.max_position_embeddings, 4096);
   e.forward = std::make_unique<Forward>(*e.device, *e.model, ctx, o.chunk);
   e.generator = std::make_unique<Generator>(*e.forward);
   if (!quiet) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "ztvm: %s (%s, %u layers) on %s [%s] — ctx %u, loaded in %.2f s\n", o.model.c_str(),
+    std::fprintf(stderr, "ztvm: %s (%s, %u layers) on %s [%s] — ctx %u, loaded in %.2f s\n", e.model->path.c_str(),
                  e.model->config.arch_name.c_str(), e.model->config.num_hidden_layers, e.device->info().device.c_str(),
                  e.device->info().backend.c_str(), ctx, s);
   }

@@ -12,7 +12,7 @@
 namespace ztvm::cli {
 
 struct EngineOptions {
-  std::string model;          // .gguf file or Hugging Face directory
+  std::string model;          // .gguf file or Hugging Face directory; empty: the embedded default model
   uint32_t ctx = 0;           // KV capacity in tokens; 0: the model's training context, at most 4096
   std::string gpu = "auto";   // auto | discrete | cpu
   uint32_t chunk = 64;        // prefill chunk (tokens per pass)
@@ -27,7 +27,8 @@ struct Engine {
   std::unique_ptr<Generator> generator;
 };
 
-// Opens the model, the GPU, uploads weights and builds the passes; progress goes to stderr.
+// Opens the model (e.model->path says which), the GPU, uploads weights and builds the passes;
+// progress goes to stderr.
 Engine load_engine(const EngineOptions& o, bool quiet = false);
 
 }  // namespace ztvm::cli
