@@ -1,6 +1,7 @@
 // ztvm run: one-shot generation. Only the generated text goes to stdout, streamed as produced;
 // load and speed figures go to stderr.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -17,16 +18,25 @@ static int run_run(int argc, char** argv) {
   eo.add_to(app, /*model_required=*/false);
   std::string prompt, prompt_file;
   uint32_t n = 128;
-  float temp = 0;
+  SamplingParams sp;
   bool ignore_eos = false, quiet = false;
+  uint64_t seed = 0;
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-f,--file", prompt_file, "read the prompt from a file");
   app.add_option("-n,--n-predict", n, "tokens to generate")->check(CLI::Range(0u, 1u << 20));
-  app.add_option("--temp", temp, "sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0));
+  app.add_option("--temp", sp.temperature, "sampling temperature (0: greedy, the default)")->check(CLI::Range(0.0, 100.0));
+  app.add_option("--top-k", sp.top_k, "keep the k most likely tokens (0: all)")->check(CLI::Range(0, 1 << 24));
+  app.add_option("--top-p", sp.top_p, "keep the most likely tokens covering this probability mass")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--min-p", sp.min_p, "drop tokens below min-p times the top probability")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--repeat-penalty", sp.repeat_penalty, "penalise the last --repeat-last-n tokens (1: off)")->check(CLI::Range(0.0, 10.0));
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "window of the penalties")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--presence-penalty", sp.presence_penalty, "subtract from tokens already generated");
+  app.add_option("--frequency-penalty", sp.frequency_penalty, "subtract per occurrence");
+  auto* seed_opt = app.add_option("--seed", seed, "random seed (same seed, same output; default: from the clock)");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-sequence tokens");
   app.add_flag("-q,--quiet", quiet, "no timings on stderr");
   CLI11_PARSE(app, argc, argv);
-  if (temp != 0) throw std::runtime_error("only greedy decoding (--temp 0) is implemented so far");
+  sp.seed = seed_opt->count() ? seed : (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
   if (!prompt_file.empty()) {
     std::ifstream f(prompt_file, std::ios::binary);
     if (!f) throw std::runtime_error("cannot read prompt file " + prompt_file);
@@ -55,7 +65,7 @@ static int run_run(int argc, char** argv) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     return true;
-  });
+  }, sp);
   std::string rest = dec.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fputc('\n', stdout);

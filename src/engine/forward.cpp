@@ -2,6 +2,7 @@
 // build() runs once per head mode at load; passes then replay the recorded dispatches (graph.h).
 #include "engine/forward.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ztvm {
@@ -33,6 +34,8 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
   s_.step = dev.buffer("state.step", sizeof(StepParams), gpu::kUniform);
   s_.step_last = dev.buffer("state.step_last", sizeof(StepParams), gpu::kUniform);
+  s_.sampling = dev.buffer("state.sampling", sizeof(SamplingUniform), gpu::kUniform);
+  set_sampling(SamplingParams{});
   s_.ids = dev.buffer("state.ids", T * 4);
   s_.tokens = dev.buffer("state.tokens", (uint64_t)max_context * 4);
   s_.x_a = dev.buffer("state.x_a", T * d * F);
@@ -58,7 +61,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
     s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", (uint64_t)n_pages * kPage * nkv * hd * F));
     s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", (uint64_t)n_pages * kPage * nkv * hd * F));
   }
-  for (Head h : {Head::None, Head::LastSample, Head::AllLogits}) build(h);
+  for (Head h : {Head::None, Head::LastSample, Head::LastRandom, Head::AllLogits}) build(h);
   dev.wait_idle();
 }
 
@@ -91,12 +94,22 @@ void Forward::build(Head head) {
   }
   if (head == Head::AllLogits) {
     g.matmul(s.logits, s.xb, w.lm_head());                    // logits[t] = W_out xb[t]
-  } else if (head == Head::LastSample) {
+  } else if (head == Head::LastSample || head == Head::LastRandom) {
     g.copy_last_row(s.x_last, s.xb, d);                       // the last token only
     g.use_step(s.step_last);
     g.matmul(s.logits, s.x_last, w.lm_head(), 0, true);       // logits = W_out xb[last]
-    g.argmax(s.ids, s.tokens, s.argmax_part, s.logits, c.vocab_size);  // ids[0] = tokens[out_index] = argmax(logits)
+    if (head == Head::LastSample)
+      g.argmax(s.ids, s.tokens, s.argmax_part, s.logits, c.vocab_size);  // ids[0] = tokens[out_index] = argmax(logits)
+    else
+      g.sample(s.ids, s.tokens, s.logits, s.sampling, c.vocab_size);     // ids[0] = tokens[out_index] ~ p(logits)
   }
+}
+
+void Forward::set_sampling(const SamplingParams& p) {
+  SamplingUniform u{p.temperature > 0 ? p.temperature : 1.f, p.top_p, p.min_p, p.repeat_penalty, p.presence_penalty,
+                    p.frequency_penalty, (uint32_t)std::max(0, p.top_k), (uint32_t)std::max(0, p.repeat_last_n),
+                    (uint32_t)p.seed, (uint32_t)(p.seed >> 32), 0, 0};
+  dev_.write(s_.sampling, &u, sizeof u);
 }
 
 void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index) {

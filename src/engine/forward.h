@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "engine/graph.h"
+#include "engine/sampling.h"
 #include "engine/weights.h"
 #include "gpu/kernels.h"
 #include "model/model_file.h"
@@ -12,6 +13,7 @@ namespace ztvm {
 enum class Head {
   None,        // a prefill chunk that is not the last: fill the KV cache only
   LastSample,  // logits of the last token, argmax into ids[0] and tokens[out_index]
+  LastRandom,  // the same, but sampled (sample.wgsl) with the parameters of set_sampling()
   AllLogits,   // logits for every token of the pass (ztvm logits, perplexity)
 };
 
@@ -23,6 +25,9 @@ class Forward {
   // Records one pass of n_tokens tokens starting at position pos0 whose ids are already in ids().
   // Writes the step uniforms (ordered with earlier submits by the queue), then the dispatches.
   void encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index = 0);
+
+  // The parameters Head::LastRandom passes use (a uniform the queue updates in order).
+  void set_sampling(const SamplingParams& p);
 
   const ModelConfig& config() const { return cfg_; }
   uint32_t max_context() const { return max_context_; }
@@ -38,6 +43,7 @@ class Forward {
   void build(Head head);
   struct State {
     gpu::Buffer step, step_last;      // uniforms: StepParams for the pass, and for its last token only
+    gpu::Buffer sampling;             // uniform: SamplingUniform
     gpu::Buffer ids, tokens;          // token ids in, sampled ids out
     gpu::Buffer x_a, x_b;             // [chunk, hidden] residual stream, ping-pong
     gpu::Buffer xb;                   // [chunk, hidden] normed input of the next matmul
@@ -59,7 +65,7 @@ class Forward {
   uint32_t max_context_, max_chunk_;
   std::unique_ptr<Weights> w_;
   State s_;
-  Graph graphs_[3];
+  Graph graphs_[4];
 };
 
 // (cos, sin) of pos * theta_i for i < rot/2, with Llama-3 style per-frequency divisors when given.

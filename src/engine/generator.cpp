@@ -44,7 +44,8 @@ std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
 
 GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n_max,
                                   const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling) {
-  if (!sampling.greedy()) throw std::runtime_error("sampling with temperature > 0 is not implemented yet");
+  const Head head = sampling.greedy() ? Head::LastSample : Head::LastRandom;
+  if (!sampling.greedy()) fwd_.set_sampling(sampling);
   if (prompt.empty()) throw std::runtime_error("empty prompt: at least one token (e.g. BOS) is needed");
   check_ids(prompt);
   if (prompt.size() + n_max > fwd_.max_context())
@@ -65,7 +66,7 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
     bool last = at + n == prompt.size();
     dev.write(fwd_.ids(), prompt.data() + at, n * 4);
     gpu::Recorder rec(dev, "prefill");
-    fwd_.encode(rec, last ? Head::LastSample : Head::None, (uint32_t)at, n, 0);
+    fwd_.encode(rec, last ? head : Head::None, (uint32_t)at, n, 0);
     if (last) rec.copy(fwd_.ids(), 0, ring_[0], 0, 4);
     rec.submit();
     cached_.insert(cached_.end(), prompt.begin() + at, prompt.begin() + at + n);
@@ -95,7 +96,7 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
     while (!stop && issued < n_max && flight.size() < ring_.size()) {
       uint32_t slot = issued % ring_.size();
       gpu::Recorder rec(dev, "decode");
-      fwd_.encode(rec, Head::LastSample, (uint32_t)(cached_.size() + issued - 1), 1, issued);
+      fwd_.encode(rec, head, (uint32_t)(cached_.size() + issued - 1), 1, issued);
       rec.copy(fwd_.ids(), 0, ring_[slot], 0, 4);
       rec.submit();
       map_slot(slot);

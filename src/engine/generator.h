@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/forward.h"
+#include "engine/sampling.h"
 
 namespace ztvm {
 
@@ -15,21 +16,6 @@ struct GenerateStats {
   uint32_t n_generated = 0;
   double ttft_ms = 0;        // start to first token on the host
   double decode_ms = 0;      // first token to last token
-};
-
-// How the next token is chosen. temperature 0 is greedy (argmax); otherwise the distribution is
-// shaped by the penalties, top-k, top-p and min-p, and sampled with a seeded generator.
-struct SamplingParams {
-  float temperature = 0.f;
-  int32_t top_k = 40;           // 0: no limit
-  float top_p = 0.95f;          // 1: off
-  float min_p = 0.05f;          // 0: off
-  float repeat_penalty = 1.f;   // 1: off (llama.cpp's repeat penalty over the last repeat_last_n tokens)
-  float presence_penalty = 0.f;
-  float frequency_penalty = 0.f;
-  int32_t repeat_last_n = 64;
-  uint64_t seed = 0;            // same seed, same output
-  bool greedy() const { return temperature <= 0.f; }
 };
 
 class Generator {

@@ -127,6 +127,11 @@ void GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, con
   add({"argmax", {}, final_c}, {ids, tokens, part, logits, *step_}, Grid::Fixed, 1);
 }
 
+void GraphBuilder::sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits,
+                          const gpu::Buffer& params, uint32_t vocab) {
+  add({"sample", {}, {{"N", vocab}}}, {ids, tokens, logits, params, *step_}, Grid::Fixed, 1);
+}
+
 void GraphBuilder::copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width) {
   Dispatch d;
   d.src = &src, d.dst = &dst, d.b = width;

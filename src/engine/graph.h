@@ -77,6 +77,9 @@ class GraphBuilder {
   void argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part, const gpu::Buffer& logits,
               uint32_t vocab);
   static constexpr uint32_t kArgmaxParts = 128;
+  // Random sampling of the logits (in place) with the SamplingUniform in `params`.
+  void sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, const gpu::Buffer& params,
+              uint32_t vocab);
   void copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width);
 
  private:
