@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_setup.h"
+#include "text/stop_strings.h"
 #include "text/tokenizer.h"
 
 namespace ztvm::cli {
@@ -21,6 +22,7 @@ static int run_run(int argc, char** argv) {
   SamplingParams sp;
   bool ignore_eos = false, quiet = false;
   uint64_t seed = 0;
+  std::vector<std::string> stops;
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-f,--file", prompt_file, "read the prompt from a file");
   app.add_option("-n,--n-predict", n, "tokens to generate")->check(CLI::Range(0u, 1u << 20));
@@ -32,6 +34,7 @@ static int run_run(int argc, char** argv) {
   app.add_option("--repeat-last-n", sp.repeat_last_n, "window of the penalties")->check(CLI::Range(0, 1 << 20));
   app.add_option("--presence-penalty", sp.presence_penalty, "subtract from tokens already generated");
   app.add_option("--frequency-penalty", sp.frequency_penalty, "subtract per occurrence");
+  app.add_option("--stop", stops, "stop when this text is generated (not printed); repeatable");
   auto* seed_opt = app.add_option("--seed", seed, "random seed (same seed, same output; default: from the clock)");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-sequence tokens");
   app.add_flag("-q,--quiet", quiet, "no timings on stderr");
@@ -59,14 +62,15 @@ static int run_run(int argc, char** argv) {
     n = room;
   }
   StreamDecoder dec(*tok);
+  StopStrings stop(stops);
   GenerateStats st = e.generator->generate(ids, n, [&](int32_t id) {
     if (!ignore_eos && std::find(eog.begin(), eog.end(), id) != eog.end()) return false;
-    std::string piece = dec.push(id);
+    std::string piece = stop.push(dec.push(id));
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-    return true;
+    return !stop.stopped();
   }, sp);
-  std::string rest = dec.flush();
+  std::string rest = stop.stopped() ? "" : stop.push(dec.flush()) + stop.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fputc('\n', stdout);
   if (!quiet) {
