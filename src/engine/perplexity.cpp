@@ -36,19 +36,19 @@ double token_nll(const float* logits, size_t vocab, int32_t target) {
   return -((double)logits[target] - max_logit - std::log(sum));
 }
 
-double PerplexityAccumulator::ppl() const { return count_ ? std::exp(sum_ / (double)count_) : 0.0; }
+double PerplexityAccumulator::ppl() const { return count_ ? std::exp(mean_) : 0.0; }
 
 PerplexityResult PerplexityAccumulator::result(size_t windows) const {
   PerplexityResult r;
   r.count = count_;
   r.windows = windows;
   if (!count_) return r;
-  const double mean = sum_ / (double)count_;
+  const double mean = mean_;
   r.ppl = std::exp(mean);
-  // Standard error of the mean nll from the sample variance (llama.cpp's estimate); the ppl error
-  // is its first-order propagation through exp().
-  double var = sum_sq_ / (double)count_ - mean * mean;
-  double se = (var > 0 && count_ > 1) ? std::sqrt(var / (double)(count_ - 1)) : 0.0;
+  // Standard error of the mean nll as llama.cpp estimates it (population variance over n - 1); the
+  // ppl error is its first-order propagation through exp().
+  double var = m2_ / (double)count_;
+  double se = count_ > 1 ? std::sqrt(var / (double)(count_ - 1)) : 0.0;
   r.error = r.ppl * se;
   r.low = std::exp(mean - 1.96 * se);
   r.high = std::exp(mean + 1.96 * se);

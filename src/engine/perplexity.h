@@ -41,13 +41,15 @@ struct PerplexityResult {
   size_t windows = 0;
 };
 
-// Running sums of per-token negative log-likelihoods.
+// Running mean and variance of per-token negative log-likelihoods (Welford's update: summing
+// squares and subtracting mean^2 cancels badly when the nlls are nearly equal).
 class PerplexityAccumulator {
  public:
   void add_nll(double nll) {
-    sum_ += nll;
-    sum_sq_ += nll * nll;
     count_++;
+    double delta = nll - mean_;
+    mean_ += delta / (double)count_;
+    m2_ += delta * (nll - mean_);
   }
   void add(const float* logits, size_t vocab, int32_t target) { add_nll(token_nll(logits, vocab, target)); }
   size_t count() const { return count_; }
@@ -55,7 +57,7 @@ class PerplexityAccumulator {
   PerplexityResult result(size_t windows) const;
 
  private:
-  double sum_ = 0, sum_sq_ = 0;
+  double mean_ = 0, m2_ = 0;  // m2_: sum of squared deviations from the mean
   size_t count_ = 0;
 };
 
