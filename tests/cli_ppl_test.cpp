@@ -2,6 +2,8 @@
 // against llama.cpp's llama-perplexity on the same model and text.
 #include <gtest/gtest.h>
 
+#include "cli_test_util.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,34 +19,12 @@
 using namespace ztvm;
 namespace fs = std::filesystem;
 
+using test::CliRun;
+using test::run_ztvm;
+
 namespace {
 
 const std::string kShared = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/";
-
-struct CliRun {
-  int status;
-  std::string out, err;
-};
-
-CliRun run_ztvm(const std::string& args) {
-  const char* bin = std::getenv("ZTVM_BIN");
-  EXPECT_NE(bin, nullptr) << "ZTVM_BIN is not set (CTest sets it)";
-  fs::path err_file = fs::temp_directory_path() / ("ztvm_ppl_err_" + std::to_string(::getpid()));
-  std::string cmd = std::string(bin ? bin : "ztvm") + " " + args + " 2>" + err_file.string();
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream f(err_file);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  fs::remove(err_file);
-  return r;
-}
 
 // A model stand-in that returns the same logits row at every position.
 LogitsFn constant_logits(std::vector<float> row, std::vector<std::vector<int32_t>>* seen = nullptr) {

@@ -2,6 +2,8 @@
 // files, and one clear line + exit status 1 for every kind of bad input.
 #include <gtest/gtest.h>
 
+#include "cli_test_util.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,36 +15,13 @@
 
 namespace fs = std::filesystem;
 
+using ztvm::test::CliRun;
+using ztvm::test::run_ztvm;
+
 namespace {
 
 const std::string kSrc = ZTVM_SOURCE_DIR;
 const std::string kStories = kSrc + "/../shared/testdata/stories260K/";
-
-struct CliRun {
-  int status;
-  std::string out, err;
-};
-
-// Runs ztvm with `args` (shell syntax), capturing stdout and stderr separately.
-CliRun run_ztvm(const std::string& args) {
-  const char* bin = std::getenv("ZTVM_BIN");
-  EXPECT_NE(bin, nullptr) << "ZTVM_BIN is not set (CTest sets it)";
-  fs::path err_file = fs::temp_directory_path() / ("ztvm_cli_err_" + std::to_string(::getpid()));
-  std::string cmd = std::string(bin ? bin : "ztvm") + " " + args + " 2>" + err_file.string();
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream f(err_file);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  fs::remove(err_file);
-  return r;
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
