@@ -10,7 +10,7 @@ SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 
 PKGS="build-essential cmake pkg-config git ca-certificates curl xz-utils \
-  libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev \
+  libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev chromium \
   libvulkan1 vulkan-tools"
 
 # bookworm-backports, from the machine's own Debian mirror, for Mesa 25 (lavapipe).

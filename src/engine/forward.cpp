@@ -7,7 +7,6 @@
 
 namespace ztvm {
 
-static constexpr uint32_t kPage = 16;    // tokens per KV page
 static constexpr uint32_t kSplit = 64;   // KV positions per attention split: parallelism at short contexts
 
 std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
@@ -24,13 +23,14 @@ std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
   return t;
 }
 
-Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk)
+Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk, uint32_t kv_pages)
     : dev_(dev), kernels_(dev), cfg_(model.config), max_context_(max_context), max_chunk_(max_chunk) {
   const ModelConfig& c = cfg_;
   const uint32_t hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads, d = c.hidden_size;
   const uint64_t T = max_chunk, F = 4;
   w_ = upload_weights(dev, model);
-  const uint32_t n_pages = (max_context + kPage - 1) / kPage;
+  const uint32_t n_pages = (max_context + kPage - 1) / kPage;  // page table entries of one sequence
+  kv_pages_ = kv_pages ? kv_pages : n_pages;
   const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
   s_.step = dev.buffer("state.step", sizeof(StepParams), gpu::kUniform);
   s_.step_last = dev.buffer("state.step_last", sizeof(StepParams), gpu::kUniform);
@@ -58,8 +58,8 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.pages = dev.buffer("state.pages", n_pages * 4);
   dev.write(s_.pages, pages.data(), n_pages * 4);
   for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
-    s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", (uint64_t)n_pages * kPage * nkv * hd * F));
-    s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", (uint64_t)n_pages * kPage * nkv * hd * F));
+    s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", (uint64_t)kv_pages_ * kPage * nkv * hd * F));
+    s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", (uint64_t)kv_pages_ * kPage * nkv * hd * F));
   }
   for (Head h : {Head::None, Head::LastSample, Head::LastRandom, Head::AllLogits}) build(h);
   dev.wait_idle();
@@ -110,6 +110,14 @@ void Forward::set_sampling(const SamplingParams& p) {
                     p.frequency_penalty, (uint32_t)std::max(0, p.top_k), (uint32_t)std::max(0, p.repeat_last_n),
                     (uint32_t)p.seed, (uint32_t)(p.seed >> 32), 0, 0};
   dev_.write(s_.sampling, &u, sizeof u);
+}
+
+void Forward::use_pages(const std::vector<uint32_t>& table) {
+  const uint32_t n = (max_context_ + kPage - 1) / kPage;
+  if (table.size() > n) throw std::runtime_error("page table longer than the context");
+  for (uint32_t p : table)
+    if (p >= kv_pages_) throw std::runtime_error("page " + std::to_string(p) + " outside the KV pool");
+  if (!table.empty()) dev_.write(s_.pages, table.data(), table.size() * 4);
 }
 
 void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index) {

@@ -19,7 +19,12 @@ enum class Head {
 
 class Forward {
  public:
-  Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk = 64);
+  static constexpr uint32_t kPage = 16;  // tokens per KV page
+
+  // max_context: positions one sequence may use. kv_pages: physical KV pages shared by all sequences
+  // (0: enough for one sequence of max_context tokens, mapped by the identity page table).
+  Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk = 64,
+          uint32_t kv_pages = 0);
   ~Forward();
 
   // Records one pass of n_tokens tokens starting at position pos0 whose ids are already in ids().
@@ -28,6 +33,11 @@ class Forward {
 
   // The parameters Head::LastRandom passes use (a uniform the queue updates in order).
   void set_sampling(const SamplingParams& p);
+
+  // Points the following passes at one sequence's pages: table[i] is the physical page of positions
+  // [i * kPage, (i + 1) * kPage). Ordered with the passes by the queue, so sequences can alternate.
+  void use_pages(const std::vector<uint32_t>& table);
+  uint32_t kv_pages() const { return kv_pages_; }
 
   const ModelConfig& config() const { return cfg_; }
   uint32_t max_context() const { return max_context_; }
@@ -56,13 +66,13 @@ class Forward {
     gpu::Buffer logits;               // [chunk, vocab]
     gpu::Buffer argmax_part;          // argmax's per-workgroup (value, index) pairs
     gpu::Buffer rope;                 // [max_context, rot/2] (cos, sin)
-    gpu::Buffer pages;                // KV page table (identity: one sequence)
+    gpu::Buffer pages;                // KV page table of the sequence being run (identity by default)
     std::vector<gpu::Buffer> k_cache, v_cache;  // per layer [pages][PAGE][NKV][HD]
   };
   gpu::Device& dev_;
   gpu::Kernels kernels_;
   ModelConfig cfg_;
-  uint32_t max_context_, max_chunk_;
+  uint32_t max_context_, max_chunk_, kv_pages_;
   std::unique_ptr<Weights> w_;
   State s_;
   Graph graphs_[4];

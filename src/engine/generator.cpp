@@ -9,9 +9,32 @@ namespace ztvm {
 using Clock = std::chrono::steady_clock;
 static double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-Generator::Generator(Forward& fwd, uint32_t ring) : fwd_(fwd) {
+Generator::Generator(Forward& fwd, uint32_t ring, PagePool* pool) : fwd_(fwd), pool_(pool) {
   for (uint32_t i = 0; i < ring; i++)
     ring_.push_back(fwd.device().buffer("readback.ring" + std::to_string(i), 4, gpu::kReadback));
+}
+
+Generator::~Generator() { release(); }
+
+bool Generator::reserve(uint32_t n_tokens) {
+  if (!pool_) return n_tokens <= fwd_.max_context();
+  const uint32_t need = (n_tokens + Forward::kPage - 1) / Forward::kPage;
+  if (need <= pages_.size()) return true;
+  if (need - pages_.size() > pool_->available()) return false;
+  while (pages_.size() < need) pages_.push_back(pool_->take());
+  return true;
+}
+
+void Generator::release() {
+  cached_.clear();
+  if (pool_) pool_->give(pages_);
+}
+
+void Generator::bind_pages(uint32_t n_tokens) {
+  if (!pool_) return;
+  if (!reserve(n_tokens))
+    throw std::runtime_error("KV cache full: " + std::to_string(n_tokens) + " tokens need more pages than are free");
+  fwd_.use_pages(pages_);
 }
 
 void Generator::check_ids(const std::vector<int32_t>& ids) const {
@@ -28,6 +51,7 @@ std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
   std::vector<float> out;
   out.reserve((size_t)ids.size() * vocab);
   cached_.clear();
+  bind_pages((uint32_t)ids.size());
   for (size_t at = 0; at < ids.size(); at += chunk) {
     uint32_t n = (uint32_t)std::min<size_t>(chunk, ids.size() - at);
     dev.write(fwd_.ids(), ids.data() + at, n * 4);
@@ -51,6 +75,7 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
   if (prompt.size() + n_max > fwd_.max_context())
     throw std::runtime_error("prompt of " + std::to_string(prompt.size()) + " tokens + " + std::to_string(n_max) +
                              " to generate exceeds the context of " + std::to_string(fwd_.max_context()) + " tokens");
+  bind_pages((uint32_t)(prompt.size() + n_max));
   gpu::Device& dev = fwd_.device();
   GenerateStats st;
   st.n_prompt = (uint32_t)prompt.size();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/forward.h"
+#include "engine/kv_pages.h"
 #include "engine/sampling.h"
 
 namespace ztvm {
@@ -20,7 +21,10 @@ struct GenerateStats {
 
 class Generator {
  public:
-  explicit Generator(Forward& fwd, uint32_t ring = 4);
+  // Without a pool the generator owns the whole KV cache (identity page table). With one, it is one
+  // of several sequences: it holds pages from the pool and points the passes at them on every call.
+  explicit Generator(Forward& fwd, uint32_t ring = 4, PagePool* pool = nullptr);
+  ~Generator();
 
   // Greedy generation of up to n_max tokens after `prompt`. on_token returns false to stop early.
   // KV entries of a previous call that match the prompt's prefix are reused.
@@ -34,9 +38,18 @@ class Generator {
   const std::vector<int32_t>& cached() const { return cached_; }
   void reset() { cached_.clear(); }
 
+  // Pooled generators: makes sure positions [0, n_tokens) have pages; false (nothing taken) if the
+  // pool has too few free. release() gives every page back and forgets the cache.
+  bool reserve(uint32_t n_tokens);
+  void release();
+  uint32_t pages_held() const { return (uint32_t)pages_.size(); }
+
  private:
   void check_ids(const std::vector<int32_t>& ids) const;
+  void bind_pages(uint32_t n_tokens);  // reserve (or throw) and point the passes at our pages
   Forward& fwd_;
+  PagePool* pool_;
+  std::vector<uint32_t> pages_;
   std::vector<gpu::Buffer> ring_;
   std::vector<int32_t> cached_;
 };

@@ -1,0 +1,80 @@
+// Runs many requests on one model: a worker thread owns the GPU and gives each active sequence a
+// burst of tokens in turn (round robin), so concurrent clients all stream while the rest queue.
+// Each of the `slots` sequences keeps its KV pages after a request ends; a new request takes the
+// idle slot whose cache shares the longest prefix with its prompt (prefix reuse across requests),
+// and idle caches are dropped, least recently used first, when the page pool runs short.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/generator.h"
+
+namespace ztvm {
+
+enum class Finish { Stopped, Length, Cancelled, Error };
+
+struct SeqResult {
+  Finish finish = Finish::Stopped;
+  GenerateStats stats;       // summed over the request's bursts; ttft_ms from submit() to the first token
+  uint32_t n_reused = 0;     // prompt tokens whose KV came from an earlier request
+  double queue_ms = 0;       // waiting for a slot
+  std::string error;         // Finish::Error: what went wrong
+};
+
+struct SeqRequest {
+  std::vector<int32_t> prompt;
+  uint32_t n_max = 0;        // tokens to generate at most (prompt + n_max <= the context)
+  SamplingParams sampling;
+  // Called on the worker thread for every generated token; false ends the request (Finish::Stopped).
+  std::function<bool(int32_t)> on_token;
+  // Called once on the worker thread when the request ends, whatever the reason.
+  std::function<void(const SeqResult&)> on_done;
+  std::atomic<bool> cancelled{false};  // set by the client side (disconnect): ends as Finish::Cancelled
+  std::chrono::steady_clock::time_point submitted_;  // set by Scheduler::submit
+};
+
+class Scheduler {
+ public:
+  // slots: sequences generating at once. burst: tokens a sequence makes before the next one's turn.
+  Scheduler(Forward& fwd, uint32_t slots, uint32_t max_queue = 256, uint32_t burst = 8);
+  ~Scheduler();  // finishes nothing: queued and active requests end as Cancelled
+
+  // Queues a request; false when the queue is full (the caller answers 503).
+  bool submit(std::shared_ptr<SeqRequest> r);
+
+  struct Load { uint32_t active, queued, slots, pages_free, pages_total; };
+  Load load() const;
+
+ private:
+  struct Slot;
+  void run();
+  bool admit(std::shared_ptr<SeqRequest> r, std::vector<Slot*>& active);
+  bool step(Slot& s, bool alone);      // one burst; false when the request has ended
+  void finish(Slot& s, Finish f, const std::string& error = "");
+  bool make_room(uint32_t pages, const Slot* keep);  // drop idle caches until `pages` pages are free
+
+  Forward& fwd_;
+  PagePool pool_;
+  uint32_t max_queue_, burst_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<SeqRequest>> queue_;
+  uint32_t n_active_ = 0;
+  std::atomic<uint32_t> pages_free_{0};
+  bool quit_ = false;
+  std::thread worker_;
+};
+
+const char* finish_name(Finish f);
+
+}  // namespace ztvm
