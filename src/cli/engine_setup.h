@@ -17,6 +17,8 @@ struct EngineOptions {
   std::string gpu = "auto";   // auto | discrete | cpu
   uint32_t chunk = 64;        // prefill chunk (tokens per pass)
   bool timestamps = false;    // request GPU timestamp queries (for profiling)
+  uint32_t sequences = 1;     // sequences that may hold a full context at once (the server's slots)
+  uint32_t kv_tokens = 0;     // KV cache size shared by all sequences; 0: ctx x sequences
   void add_to(CLI::App& app, bool model_required = true);
 };
 

@@ -1,0 +1,84 @@
+#include "server/job.h"
+
+namespace ztvm::server {
+
+Job::Job(const Tokenizer& tok, const GenOptions& opts) : tok_(tok), dec_(tok), stops_(opts.stop) {}
+
+std::shared_ptr<Job> Job::start(Scheduler& sched, const Tokenizer& tok, std::vector<int32_t> prompt, uint32_t n_max,
+                                const GenOptions& opts) {
+  auto job = std::make_shared<Job>(tok, opts);
+  job->n_prompt_ = (uint32_t)prompt.size();
+  auto r = std::make_shared<SeqRequest>();
+  r->prompt = std::move(prompt);
+  r->n_max = n_max;
+  r->sampling = opts.sampling;
+  // The HTTP side owns the job; the worker only looks it up. If the client's handler is gone (a
+  // dropped connection), the next token finds no job and generation stops.
+  std::weak_ptr<Job> w = job;
+  r->on_token = [w](int32_t id) {
+    auto j = w.lock();
+    return j && j->on_token(id);
+  };
+  r->on_done = [w](const SeqResult& res) {
+    if (auto j = w.lock()) j->on_done(res);
+  };
+  job->req_ = r;
+  if (!sched.submit(r))
+    throw ApiError(503, "the server is busy: too many queued requests, retry later", "unavailable", "", "server_busy");
+  return job;
+}
+
+bool Job::on_token(int32_t id) {
+  if (tok_.is_eog(id)) {
+    eog_ = true;
+    return false;
+  }
+  std::string shown = stops_.push(dec_.push(id));
+  if (!shown.empty()) {
+    std::lock_guard<std::mutex> lk(mu_);
+    text_ += shown;
+  }
+  cv_.notify_all();
+  return !stops_.stopped();
+}
+
+void Job::on_done(const SeqResult& r) {
+  std::string rest;
+  if (!stops_.stopped()) {
+    rest = stops_.push(dec_.flush());
+    if (!stops_.stopped()) rest += stops_.flush();
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    text_ += rest;
+    result_ = r;
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Job::take(std::string& out, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait_for(lk, timeout, [&] { return done_ || !text_.empty(); });
+  out += text_;
+  text_.clear();
+  return done_;
+}
+
+const char* Job::finish_reason() const { return result_.finish == Finish::Length ? "length" : "stop"; }
+
+uint32_t Job::completion_tokens() const { return result_.stats.n_generated - (eog_ ? 1 : 0); }
+
+json Job::timings() const {
+  const GenerateStats& s = result_.stats;
+  const uint32_t n = s.n_generated;
+  return {{"prompt_n", s.n_prefilled},
+          {"prompt_ms", s.ttft_ms},
+          {"predicted_n", n},
+          {"predicted_ms", s.decode_ms},
+          {"predicted_per_second", s.decode_ms > 0 && n > 1 ? (n - 1) * 1000.0 / s.decode_ms : 0.0},
+          {"cache_n", result_.n_reused},
+          {"queue_ms", result_.queue_ms}};
+}
+
+}  // namespace ztvm::server

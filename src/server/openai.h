@@ -1,0 +1,51 @@
+// The OpenAI API's request and error shapes: a request body is checked field by field (wrong types
+// and out-of-range values are a 400 naming the field, unknown fields are ignored, as OpenAI and
+// llama-server do) and turned into what the engine needs.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/sampling.h"
+
+namespace ztvm::server {
+
+using json = nlohmann::ordered_json;
+
+// An error the client caused (4xx) or the server hit (5xx), answered as
+// {"error": {"message", "type", "param", "code"}}.
+struct ApiError : std::runtime_error {
+  ApiError(int status, const std::string& message, std::string type = "invalid_request_error",
+           std::string param = "", std::string code = "");
+  int status;
+  std::string type, param, code;
+};
+json error_body(const ApiError& e);
+
+// What a completion request asks for, beyond the prompt.
+struct GenOptions {
+  int64_t max_tokens = -1;          // -1: until the context is full
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;       // stream_options.include_usage
+  std::string response_format = "text";  // text | json_object | json_schema
+};
+
+// Parses the body text: invalid JSON (broken UTF-8 included) or a non-object is a 400.
+json parse_body(const std::string& body);
+
+// Fields shared by /v1/chat/completions and /v1/completions.
+GenOptions parse_gen_options(const json& body);
+
+// Chat messages in the form templates expect: roles checked, "developer" read as "system", content
+// given as a list of text parts joined into one string, tool-call arguments (a JSON string in the
+// API) parsed into objects, which is what templates iterate over.
+json normalize_messages(const json& messages);
+
+// The legacy completions prompt: a string, or a list holding one string.
+std::string completion_prompt(const json& body);
+
+}  // namespace ztvm::server

@@ -1,0 +1,390 @@
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "server/job.h"
+#include "server/openai.h"
+#include "server/tool_calls.h"
+#include "server/web_assets.h"
+
+namespace ztvm::server {
+
+namespace {
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, error_body(e)); }
+
+std::string sse(const json& chunk) {
+  return "data: " + chunk.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+int64_t now_s() { return (int64_t)std::time(nullptr); }
+
+std::string random_id(const char* prefix) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* abc = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string s = prefix;
+  for (int i = 0; i < 24; i++) s += abc[rng() % 62];
+  return s;
+}
+
+}  // namespace
+
+Server::Server(ServerOptions opts, const ModelFile& model, const Tokenizer& tok, const ModelChatTemplate& tmpl,
+               Scheduler& sched, uint32_t max_context)
+    : opts_(std::move(opts)), model_(model), tok_(tok), tmpl_src_(tmpl), sched_(sched), max_context_(max_context),
+      http_(std::make_unique<httplib::Server>()) {
+  tmpl_ = std::make_unique<ChatTemplate>(tmpl_src_.source);
+  routes();
+}
+
+Server::~Server() = default;
+
+bool Server::authorized(const httplib::Request& req) const {
+  if (opts_.api_key.empty()) return true;
+  return req.get_header_value("Authorization") == "Bearer " + opts_.api_key;
+}
+
+void Server::routes() {
+  httplib::Server& s = *http_;
+  // Streams hold a thread each: enough threads that 16+ streaming clients and /health all get one.
+  s.new_task_queue = [] { return new httplib::ThreadPool(64); };
+  s.set_payload_max_length(opts_.max_body);
+  s.set_read_timeout(30, 0);
+  s.set_write_timeout(30, 0);
+
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // The page and /health are public (a browser cannot send a Bearer header to load a page; the
+    // page asks for the key and sends it with its API calls).
+    const bool is_public = req.path == "/health" || (req.method == "GET" && req.path.rfind("/v1", 0) != 0 &&
+                                                     req.path != "/models" && req.path != "/props");
+    if (req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
+    if (!is_public && !authorized(req)) {
+      send_error(res, ApiError(401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
+                               "authentication_error", "", "invalid_api_key"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Anything that ends with an empty error body (no route, body too large, bad request line) gets
+  // the OpenAI error shape too.
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    switch (res.status) {
+      case 404: send_error(res, ApiError(404, "no such endpoint: " + req.method + " " + req.path, "not_found_error")); break;
+      case 413: send_error(res, ApiError(413, "the request body is too large", "invalid_request_error", "", "payload_too_large")); break;
+      case 405: send_error(res, ApiError(405, "method not allowed", "invalid_request_error")); break;
+      default:
+        send_error(res, ApiError(res.status, "bad request", res.status >= 500 ? "server_error" : "invalid_request_error"));
+    }
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+    } catch (...) {
+      send_error(res, ApiError(500, "internal error", "server_error"));
+    }
+  });
+  if (opts_.verbose)
+    s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      std::fprintf(stderr, "ztvm serve: %s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
+    });
+
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    Scheduler::Load l = sched_.load();
+    send_json(res, 200, {{"status", "ok"}, {"slots_busy", l.active}, {"slots", l.slots}, {"queued", l.queued},
+                         {"kv_pages_free", l.pages_free}, {"kv_pages", l.pages_total}});
+  });
+  auto models = [this](const httplib::Request&, httplib::Response& res) {
+    const ModelConfig& c = model_.config;
+    json m = {{"id", opts_.model_name}, {"object", "model"}, {"created", now_s()}, {"owned_by", "ztvm"},
+              {"meta", {{"arch", c.arch_name}, {"n_ctx", max_context_}, {"n_vocab", c.vocab_size},
+                        {"n_layer", c.num_hidden_layers}, {"n_embd", c.hidden_size}}}};
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
+  };
+  s.Get("/v1/models", models);
+  s.Get("/models", models);
+  auto chat = [this](const httplib::Request& req, httplib::Response& res) { this->chat(req, res); };
+  s.Post("/v1/chat/completions", chat);
+  s.Post("/chat/completions", chat);
+  auto complete = [this](const httplib::Request& req, httplib::Response& res) { this->complete(req, res); };
+  s.Post("/v1/completions", complete);
+  s.Post("/completions", complete);
+
+  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    json b = parse_body(req.body);
+    if (!b.contains("content") || !b["content"].is_string()) throw ApiError(400, "'content' must be a string", "invalid_request_error", "content");
+    bool special = b.value("add_special", false);
+    send_json(res, 200, {{"tokens", tok_.encode(b["content"].get<std::string>(), special, true)}});
+  });
+  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    json b = parse_body(req.body);
+    std::vector<int32_t> ids;
+    if (!b.contains("tokens") || !b["tokens"].is_array()) throw ApiError(400, "'tokens' must be a list of token ids", "invalid_request_error", "tokens");
+    for (const auto& t : b["tokens"]) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= (int64_t)tok_.vocab_size())
+        throw ApiError(400, "'tokens' must hold ids in 0.." + std::to_string(tok_.vocab_size() - 1), "invalid_request_error", "tokens");
+      ids.push_back(t.get<int32_t>());
+    }
+    send_json(res, 200, {{"content", tok_.decode(ids)}});
+  });
+  s.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+    json b = parse_body(req.body);
+    send_json(res, 200, {{"prompt", render_chat_prompt(b).prompt}});
+  });
+
+  for (const WebAsset& a : web_assets()) {
+    auto serve = [&a](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(a.body), a.content_type);
+      res.set_header("Cache-Control", "no-cache");
+    };
+    s.Get(a.path, serve);
+    if (std::string(a.path) == "/index.html") s.Get("/", serve);
+  }
+}
+
+// std::invalid_argument "FIELD: problem" from the tool validators -> a 400 naming the field.
+static ApiError field_error(const std::invalid_argument& e) {
+  std::string msg = e.what();
+  return ApiError(400, msg, "invalid_request_error", msg.substr(0, msg.find(':')));
+}
+
+Server::ChatPrompt Server::render_chat_prompt(const json& b) const {
+  if (!b.contains("messages")) throw ApiError(400, "'messages' is required", "invalid_request_error", "messages");
+  json messages = normalize_messages(b["messages"]);
+  const json tools = b.contains("tools") ? b["tools"] : json(), choice = b.contains("tool_choice") ? b["tool_choice"] : json();
+  const json format = b.contains("response_format") ? b["response_format"] : json();
+  try {
+    validate_tools(nlohmann::json(tools));
+    validate_tool_choice(nlohmann::json(choice), nlohmann::json(tools));
+    validate_response_format(nlohmann::json(format));
+  } catch (const std::invalid_argument& e) {
+    throw field_error(e);
+  }
+  ChatPrompt cp;
+  cp.format = detect_tool_format(tmpl_->source());
+  ToolPrompt tp = prepare_tool_prompt(cp.format, messages, tools, choice);
+  cp.tools_enabled = tp.parse_tool_calls;
+  cp.reply.tools = tools;
+  // Without constrained sampling, a JSON response format is asked for in the system message.
+  if (std::string ask = response_format_instruction(nlohmann::json(format)); !ask.empty()) {
+    json& msgs = tp.messages;
+    if (!msgs.empty() && msgs[0].value("role", "") == "system")
+      msgs[0]["content"] = msgs[0]["content"].get<std::string>() + "\n\n" + ask;
+    else
+      msgs.insert(msgs.begin(), json{{"role", "system"}, {"content", ask}});
+  }
+  ChatOptions opts;
+  opts.tools = tp.tools;
+  opts.bos_token = tmpl_src_.bos_token;
+  opts.eos_token = tmpl_src_.eos_token;
+  if (auto kw = b.find("chat_template_kwargs"); kw != b.end() && kw->is_object()) {
+    for (auto& [k, v] : kw->items()) opts.vars[k] = v;
+    if (kw->contains("enable_thinking") && (*kw)["enable_thinking"].is_boolean()) opts.enable_thinking = (*kw)["enable_thinking"].get<bool>();
+  }
+  try {
+    cp.prompt = tmpl_->render(tp.messages, opts);
+  } catch (const jinja::RaisedError& e) {
+    // The template itself refuses the conversation (e.g. roles that do not alternate).
+    throw ApiError(400, std::string("the chat template rejected the messages: ") + e.what(), "invalid_request_error", "messages");
+  }
+  cp.reply.in_reasoning = prompt_opens_reasoning(cp.prompt);
+  return cp;
+}
+
+std::vector<int32_t> Server::encode_chat(const std::string& prompt) const {
+  // Templates that write the BOS text themselves must not get a second BOS from the tokenizer.
+  const auto& bos = tmpl_src_.bos_token;
+  const bool has_bos = bos && !bos->empty() && prompt.rfind(*bos, 0) == 0;
+  return tok_.encode(prompt, /*add_special=*/!has_bos, /*parse_special=*/true);
+}
+
+void Server::chat(const httplib::Request& req, httplib::Response& res) {
+  json b = parse_body(req.body);
+  GenOptions o = parse_gen_options(b);
+  ChatPrompt cp = render_chat_prompt(b);
+  respond(res, encode_chat(cp.prompt), o, &cp);
+}
+
+void Server::complete(const httplib::Request& req, httplib::Response& res) {
+  json b = parse_body(req.body);
+  GenOptions o = parse_gen_options(b);
+  respond(res, tok_.encode(completion_prompt(b), /*add_special=*/true, /*parse_special=*/true), o, nullptr);
+}
+
+namespace {
+
+// The pieces of one response that both the whole and the streamed form are made of.
+struct Reply {
+  bool chat;
+  std::string id, model;
+  int64_t created;
+  json envelope(const char* object) const { return {{"id", id}, {"object", object}, {"created", created}, {"model", model}}; }
+  // A streamed chunk: for chat a delta, for completions a text piece.
+  json chunk(const json& delta_or_text, const json& finish = nullptr) const {
+    json c = envelope(chat ? "chat.completion.chunk" : "text_completion");
+    json choice = {{"index", 0}};
+    if (chat) choice["delta"] = delta_or_text;
+    else {
+      choice["text"] = delta_or_text;
+      choice["logprobs"] = nullptr;
+    }
+    choice["finish_reason"] = finish;
+    c["choices"] = json::array({choice});
+    return c;
+  }
+};
+
+json usage(const Job& job) {
+  const uint32_t p = job.prompt_tokens(), c = job.completion_tokens();
+  return {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c},
+          {"prompt_tokens_details", {{"cached_tokens", job.result().n_reused}}}};
+}
+
+ApiError job_error(const Job& job) {
+  return ApiError(500, "generation failed: " + job.result().error, "server_error");
+}
+
+}  // namespace
+
+void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const GenOptions& o, const ChatPrompt* cp) {
+  if (ids.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", cp ? "messages" : "prompt");
+  if (ids.size() >= max_context_)
+    throw ApiError(400, "the prompt is " + std::to_string(ids.size()) + " tokens but the context holds " +
+                            std::to_string(max_context_) + " (prompt and reply together)",
+                   "invalid_request_error", cp ? "messages" : "prompt", "context_length_exceeded");
+  const uint32_t room = max_context_ - (uint32_t)ids.size();
+  const uint32_t n_max = o.max_tokens < 0 ? room : (uint32_t)std::min<int64_t>(o.max_tokens, room);
+  auto job = Job::start(sched_, tok_, std::move(ids), n_max, o);
+  Reply r{cp != nullptr, random_id(cp ? "chatcmpl-" : "cmpl-"), opts_.model_name, now_s()};
+
+  if (!o.stream) {
+    std::string text;
+    while (!job->take(text, std::chrono::milliseconds(1000))) {}
+    if (job->result().finish == Finish::Error) throw job_error(*job);
+    json body;
+    if (cp) {
+      ParsedReply pr = parse_reply(cp->format, text, cp->tools_enabled, cp->reply);
+      json msg = {{"role", "assistant"}, {"content", pr.content}};
+      if (!pr.reasoning.empty()) msg["reasoning_content"] = pr.reasoning;
+      const char* finish = job->finish_reason();
+      if (!pr.tool_calls.empty()) {
+        msg["tool_calls"] = tool_calls_json(pr.tool_calls);
+        if (pr.content.empty()) msg["content"] = nullptr;
+        finish = "tool_calls";
+      }
+      body = r.envelope("chat.completion");
+      body["choices"] = json::array({{{"index", 0}, {"message", msg}, {"logprobs", nullptr}, {"finish_reason", finish}}});
+    } else {
+      body = r.envelope("text_completion");
+      body["choices"] = json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", job->finish_reason()}}});
+    }
+    body["usage"] = usage(*job);
+    body["timings"] = job->timings();
+    send_json(res, 200, body);
+    return;
+  }
+
+  // Streaming: httplib calls the provider until it says done; each call sends what is new.
+  struct Stream {
+    std::shared_ptr<Job> job;
+    Reply r;
+    GenOptions o;
+    std::unique_ptr<ToolCallStream> tools;  // chat only
+    bool started = false;
+  };
+  auto st = std::make_shared<Stream>();
+  st->job = job;
+  st->r = r;
+  st->o = o;
+  if (cp) st->tools = std::make_unique<ToolCallStream>(cp->format, cp->tools_enabled, cp->reply);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st](size_t, httplib::DataSink& sink) {
+        auto send = [&](const json& chunk) {
+          std::string s = sse(chunk);
+          return sink.write(s.data(), s.size());
+        };
+        auto send_delta = [&](const StreamDelta& d) {
+          if (d.content.empty() && d.reasoning.empty()) return true;
+          if (!st->r.chat) return send(st->r.chunk(d.content));
+          json delta = json::object();
+          if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+          if (!d.content.empty()) delta["content"] = d.content;
+          return send(st->r.chunk(delta));
+        };
+        if (!st->started) {
+          st->started = true;
+          if (st->r.chat && !send(st->r.chunk({{"role", "assistant"}, {"content", ""}}))) return false;
+        }
+        std::string text;
+        const bool done = st->job->take(text, std::chrono::milliseconds(200));
+        if (!text.empty()) {
+          StreamDelta d = st->tools ? st->tools->push(text) : StreamDelta{text, ""};
+          if (!send_delta(d)) return false;  // the client is gone: the job's owner lets go, generation stops
+        }
+        if (!done) return true;
+        const Job& job = *st->job;
+        if (job.result().finish == Finish::Error) {
+          send(error_body(job_error(job)));
+        } else {
+          const char* finish = job.finish_reason();
+          if (st->tools) {
+            ParsedReply rest = st->tools->finish();
+            if (!send_delta({rest.content, rest.reasoning})) return false;
+            if (!rest.tool_calls.empty()) {
+              if (!send(st->r.chunk({{"tool_calls", tool_calls_json(rest.tool_calls, true)}}))) return false;
+              finish = "tool_calls";
+            }
+          }
+          json last = st->r.chunk(st->r.chat ? json::object() : json(""), finish);
+          last["timings"] = job.timings();
+          if (!send(last)) return false;
+          if (st->o.include_usage) {
+            json u = st->r.envelope(st->r.chat ? "chat.completion.chunk" : "text_completion");
+            u["choices"] = json::array();
+            u["usage"] = usage(job);
+            if (!send(u)) return false;
+          }
+        }
+        static const std::string kDone = "data: [DONE]\n\n";
+        sink.write(kDone.data(), kDone.size());
+        sink.done();
+        return true;
+      },
+      [st](bool) { st->job->cancel(); });  // ends generation if still running (a no-op when finished)
+}
+
+void Server::run() {
+  httplib::Server& s = *http_;
+  int port = opts_.port;
+  if (port == 0) {
+    port = s.bind_to_any_port(opts_.host);
+    if (port < 0) throw std::runtime_error("cannot listen on " + opts_.host + " (no free port)");
+  } else if (!s.bind_to_port(opts_.host, port)) {
+    throw std::runtime_error("cannot listen on " + opts_.host + ":" + std::to_string(port) +
+                             " (address in use, or not an address of this machine)");
+  }
+  std::printf("ztvm serve: listening on http://%s:%d\n", opts_.host.find(':') != std::string::npos ? ("[" + opts_.host + "]").c_str() : opts_.host.c_str(), port);
+  std::fflush(stdout);
+  s.listen_after_bind();
+}
+
+void Server::stop() { http_->stop(); }
+
+}  // namespace ztvm::server
