@@ -7,6 +7,14 @@
 
 namespace ztvm {
 
+// matmul_tokens: tokens per workgroup (weights are read once per this many), weight rows per lane
+// (each x value loaded from workgroup memory feeds this many rows), row groups of 16 lanes per
+// workgroup, and the longest pass it serves (the default prefill chunk; longer ones use gemm).
+static constexpr uint32_t kFewTokens = 8, kFewWeightRows = 2, kFewRowGroups = 8, kFewMaxTokens = 64;
+static_assert(kFewTokens % 4 == 0 && kFewWeightRows % 2 == 0, "matmul_tokens: token quads, gate|up pairs");
+static_assert(kFewWeightRows <= 8 && kFewWeightRows * kFewTokens <= 64, "matmul_tokens: its register arrays");
+static_assert(kFewWeightRows * kFewRowGroups <= 32, "matmul_tokens: the lane partials must fit the x stage");
+
 std::string weight_snippet(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return "weight_f32";
@@ -20,6 +28,12 @@ std::string weight_snippet(GgmlType t) {
   }
 }
 
+Variant Dispatch::variant(uint32_t n_tokens) const {
+  if (single && (n_tokens == 1 || always_single)) return Variant::Single;
+  if (few && n_tokens <= few_max) return Variant::Few;
+  return Variant::Main;
+}
+
 void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
   const uint32_t tiles = (n_tokens + 63) / 64;
   for (const Dispatch& d : ops) {
@@ -27,9 +41,15 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       rec.copy(*d.src, (uint64_t)(n_tokens - 1) * d.b * 4, *d.dst, 0, (uint64_t)d.b * 4);
       continue;
     }
-    if (d.single && (n_tokens == 1 || d.always_single)) {
-      rec.dispatch(*d.single, d.single_group, d.single_groups, 1, d.single_role, d.bytes);
-      continue;
+    switch (d.variant(n_tokens)) {
+      case Variant::Single:
+        rec.dispatch(*d.single, d.single_group, d.single_groups, 1, d.single_role, d.bytes);
+        continue;
+      case Variant::Few:
+        rec.dispatch(*d.few, d.few_group, d.few_blocks * ((n_tokens + d.few_tokens - 1) / d.few_tokens), 1,
+                     d.few_role, d.bytes);
+        continue;
+      case Variant::Main: break;
     }
     uint32_t groups = d.a;
     switch (d.grid) {
@@ -92,6 +112,19 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       d.single_groups = (p.rows + 2 * rpl - 1) / (2 * rpl);  // 2 lane groups per workgroup
       d.always_single = one_token;
       d.single_role = "matvec_" + snippet.substr(7) + (w.gated ? "_gated" : "");
+      if (one_token) continue;
+      // Short passes: the matvec widened to token groups (matmul_tokens.wgsl), weights read once per
+      // kFewTokens tokens. A gated output row is two weight rows (gate, up).
+      const uint32_t few_rpl = w.gated ? kFewWeightRows / 2 : kFewWeightRows;
+      std::map<std::string, double> fc = c;
+      fc["RPL"] = few_rpl, fc["TT"] = kFewTokens, fc["ROW_GROUPS"] = kFewRowGroups;
+      const gpu::Pipeline& few = k_.get({"matmul_tokens", {{"WEIGHT", snippet}}, fc});
+      d.few = &few;
+      d.few_group = k_.device().bind(few, {y, x, p.buf, *step_}, "matmul_tokens:" + y.label());
+      d.few_blocks = (p.rows + kFewRowGroups * few_rpl - 1) / (kFewRowGroups * few_rpl);
+      d.few_tokens = kFewTokens;
+      d.few_max = kFewMaxTokens;
+      d.few_role = "matmul_tokens_" + snippet.substr(7) + (w.gated ? "_gated" : "");
     }
   }
 }

@@ -23,6 +23,9 @@ enum class Grid {
   AttentionSplits,// a heads x token x KV splits of b positions
 };
 
+// Which of a dispatch's kernels a pass runs (Dispatch::variant).
+enum class Variant { Main, Single, Few };
+
 struct Dispatch {
   const gpu::Pipeline* pipeline = nullptr;  // null: a copy
   gpu::BindGroup group;
@@ -33,6 +36,13 @@ struct Dispatch {
   gpu::BindGroup single_group;
   uint32_t single_groups = 0;
   bool always_single = false;  // the pass has one token whatever its length (the LM head of the last one)
+  // A variant for passes of 2..few_max tokens (short prompts, prefill chunks): few_blocks groups per
+  // group of few_tokens tokens.
+  const gpu::Pipeline* few = nullptr;
+  gpu::BindGroup few_group;
+  uint32_t few_blocks = 0, few_tokens = 0, few_max = 0;
+  std::string few_role;
+  Variant variant(uint32_t n_tokens) const;
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
