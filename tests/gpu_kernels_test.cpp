@@ -151,7 +151,9 @@ TEST_P(ShortPassTest, PlainAndGatedMatchCpu) {
         const std::vector<float>& want = is_gated ? want_gated : want_plain;
         gpu::Buffer y = device().buffer("test.y", want.size() * 4);
         Graph g;
-        GraphBuilder(k, g, step).matmul(y, xb, is_gated ? gated : plain);
+        GraphBuilder b(k, g, step);
+        b.use_few_tokens_kernel(true);
+        b.matmul(y, xb, is_gated ? gated : plain);
         ASSERT_EQ(g.ops.size(), 1u);
         if (pin_gemm) g.ops[0].few = nullptr;
         const Variant expect = T == 1 ? Variant::Single : pin_gemm ? Variant::Main : Variant::Few;
@@ -181,7 +183,9 @@ TEST(Kernels, ShortPassWritesEachPartAtItsOffset) {
   gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.y", (size_t)T * 67 * 4);
   gpu::Buffer step = step_buffer(0, T);
   Graph g;
-  GraphBuilder(k, g, step).matmul(y, xb, m);
+  GraphBuilder gb(k, g, step);
+  gb.use_few_tokens_kernel(true);
+  gb.matmul(y, xb, m);
   for (const Dispatch& d : g.ops) {
     EXPECT_EQ(d.variant(T), Variant::Few);
     EXPECT_EQ(d.variant(1), Variant::Single);

@@ -112,7 +112,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       d.single_groups = (p.rows + 2 * rpl - 1) / (2 * rpl);  // 2 lane groups per workgroup
       d.always_single = one_token;
       d.single_role = "matvec_" + snippet.substr(7) + (w.gated ? "_gated" : "");
-      if (one_token) continue;
+      if (one_token || !few_tokens_kernel_) continue;
       // Short passes: the matvec widened to token groups (matmul_tokens.wgsl), weights read once per
       // kFewTokens tokens. A gated output row is two weight rows (gate, up).
       const uint32_t few_rpl = w.gated ? kFewWeightRows / 2 : kFewWeightRows;

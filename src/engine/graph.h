@@ -64,6 +64,9 @@ class GraphBuilder {
   GraphBuilder(gpu::Kernels& k, Graph& g, const gpu::Buffer& step) : k_(k), g_(g), step_(&step) {}
   // Later dispatches read this step buffer (the LM head of one token uses a separate one).
   void use_step(const gpu::Buffer& step) { step_ = &step; }
+  // Passes of 2..64 tokens through matmul_tokens.wgsl instead of the tiled GEMM. Off: on the H200 it
+  // measured 2-3x slower than the GEMM (bench/EXPERIMENTS.md); kept, tested, for the next attempt.
+  void use_few_tokens_kernel(bool on) { few_tokens_kernel_ = on; }
 
   void embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table);
   void rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps);
@@ -93,6 +96,7 @@ class GraphBuilder {
   void copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width);
 
  private:
+  bool few_tokens_kernel_ = false;
   void add(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, Grid grid, uint32_t a, uint32_t bb = 0,
            uint64_t bytes = 0);
   gpu::Kernels& k_;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <random>
+#include <set>
 
 #include "server/job.h"
 #include "server/openai.h"
@@ -26,6 +27,10 @@ void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.st
 std::string sse(const json& chunk) {
   return "data: " + chunk.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
 }
+
+// API paths, to tell a wrong method (405) from an unknown path (404).
+const std::set<std::string> kRoutes = {"/health", "/v1/models", "/models", "/v1/chat/completions", "/chat/completions",
+                                       "/v1/completions", "/completions", "/tokenize", "/detokenize", "/apply-template"};
 
 int64_t now_s() { return (int64_t)std::time(nullptr); }
 
@@ -59,15 +64,36 @@ void Server::routes() {
   // Streams hold a thread each: enough threads that 16+ streaming clients and /health all get one.
   s.new_task_queue = [] { return new httplib::ThreadPool(64); };
   s.set_payload_max_length(opts_.max_body);
-  s.set_read_timeout(30, 0);
+  s.set_read_timeout(15, 0);
   s.set_write_timeout(30, 0);
 
+  // Browser apps on other origins may call the API (as with llama-server); the key still applies.
+  s.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
+  s.Options(".*", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    res.status = 204;
+  });
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // The page and /health are public (a browser cannot send a Bearer header to load a page; the
     // page asks for the key and sends it with its API calls).
     const bool is_public = req.path == "/health" || (req.method == "GET" && req.path.rfind("/v1", 0) != 0 &&
                                                      req.path != "/models" && req.path != "/props");
     if (req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
+    // A body announced far over the limit is refused before it is read: httplib would read and
+    // discard all of it, holding a thread while a client that never sends it waits. Bodies a little
+    // over the limit are still read, so their sender gets the 413 rather than a reset connection.
+    if (req.has_header("Content-Length")) {
+      const std::string len = req.get_header_value("Content-Length");
+      const bool digits = !len.empty() && len.size() <= 19 && len.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || std::stoull(len) > 4 * opts_.max_body) {
+        send_error(res, digits ? ApiError(413, "the request body is too large (limit " + std::to_string(opts_.max_body) + " bytes)",
+                                          "invalid_request_error", "", "payload_too_large")
+                               : ApiError(400, "invalid Content-Length"));
+        res.set_header("Connection", "close");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     if (!is_public && !authorized(req)) {
       send_error(res, ApiError(401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
                                "authentication_error", "", "invalid_api_key"));
@@ -79,8 +105,14 @@ void Server::routes() {
   // the OpenAI error shape too.
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
+    if (res.status == 404 && kRoutes.count(req.path)) res.status = 405;
     switch (res.status) {
-      case 404: send_error(res, ApiError(404, "no such endpoint: " + req.method + " " + req.path, "not_found_error")); break;
+      case 404:
+        if (kRoutes.count(req.path))  // the path exists, for another method
+          send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path));
+        else
+          send_error(res, ApiError(404, "no such endpoint: " + req.method + " " + req.path, "not_found_error"));
+        break;
       case 413: send_error(res, ApiError(413, "the request body is too large", "invalid_request_error", "", "payload_too_large")); break;
       case 405: send_error(res, ApiError(405, "method not allowed", "invalid_request_error")); break;
       default:
