@@ -13,18 +13,17 @@ override COLS: u32;
 override Y_OFFSET: u32 = 0u;
 override GATED: bool = false;
 
-override RPL: u32 = 4u;  // rows per lane group (1, 2 or 4)
-
-const LANES: u32 = 32u;
-const WG: u32 = 64u;
+override RPL: u32 = 4u;     // rows per lane group (1, 2 or 4)
+override LANES: u32 = 32u;  // lanes per group (32 or 64): more lanes, more loads in flight per row
+override WG: u32 = 64u;     // 2 * LANES
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(1) var<storage, read> xv: array<vec4f>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 
-var<workgroup> red: array<f32, 512>;  // [2 halves][RPL][64 lanes]
+var<workgroup> red: array<f32, 1024>;  // [2 halves][RPL][WG lanes]
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let lane = lid % LANES;

@@ -102,7 +102,9 @@ INSTANTIATE_TEST_SUITE_P(
                       MatmulCase{GgmlType::Q4_K, 70, 512, 1}, MatmulCase{GgmlType::Q4_K, 9, 256, 13},
                       MatmulCase{GgmlType::Q6_K, 70, 512, 1}, MatmulCase{GgmlType::Q6_K, 9, 256, 13},
                       MatmulCase{GgmlType::Q4_0, 130, 96, 70}, MatmulCase{GgmlType::F16, 65, 100, 129},
-                      MatmulCase{GgmlType::Q4_K, 4101, 256, 1}, MatmulCase{GgmlType::Q8_0, 16403, 64, 1}),
+                      MatmulCase{GgmlType::Q4_K, 4101, 256, 1}, MatmulCase{GgmlType::Q8_0, 16403, 64, 1},
+                      // rows of 4096+ columns: the matvec's 64-lane groups; 2048+ rows: 2 rows per lane
+                      MatmulCase{GgmlType::Q4_0, 37, 4096, 1}, MatmulCase{GgmlType::Q6_K, 2050, 4352, 1}),
     [](const auto& info) {
       return std::string(type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
              std::to_string(info.param.cols) + "_T" + std::to_string(info.param.tokens);

@@ -101,8 +101,12 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
         p.buf.size());
     if (w.cols % 32 == 0) {  // decode: the matvec kernel (rows of whole 32-element units)
       // Rows per lane group: enough workgroups to fill a large GPU on short matrices, x reuse on long ones.
-      const uint32_t rpl = p.rows >= 16384 ? 4 : p.rows >= 4096 ? 2 : 1;
-      std::map<std::string, double> mc = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0}, {"RPL", rpl}};
+      // Thresholds and lane counts measured on the H200 (bench/EXPERIMENTS.md, 2026-11-30): x reuse
+      // pays from 2048 rows; 64 lanes per row keep more loads in flight on long rows.
+      const uint32_t rpl = p.rows >= 8192 ? 4 : p.rows >= 2048 ? 2 : 1;
+      const uint32_t lanes = w.cols >= 4096 ? 64 : 32;
+      std::map<std::string, double> mc = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0}, {"RPL", rpl},
+                                          {"LANES", lanes}, {"WG", 2 * lanes}};
       if (w.gated) mc["GATED"] = 1;
       std::string snippet = weight_snippet(p.type);
       const gpu::Pipeline& mv = k_.get({"matvec", {{"WEIGHT", snippet}, {"DOT", "dot_" + snippet.substr(7)}}, mc});
