@@ -9,7 +9,7 @@
 # Env: JOBS (default: all cores).
 set -euo pipefail
 
-TARBALL=${1:-.cache/bench/llamacpp-src.tar.gz}
+TARBALL=${1:-.cache/bench/llamacpp-src.tar.xz}
 WORK=${2:-/tmp/llamacpp}
 JOBS=${JOBS:-$(nproc)}
 log() { echo "[build_llamacpp $(date +%T)] $*" >&2; }
@@ -26,7 +26,7 @@ command -v nvcc >/dev/null 2>&1 || { log "nvcc not found"; exit 1; }
 log "nvcc: $(nvcc --version | tail -1); cmake: $(cmake --version | head -1); $JOBS jobs; commit $COMMIT"
 
 rm -rf "$WORK" && mkdir -p "$WORK/src"
-tar xzf "$TARBALL" -C "$WORK/src"
+tar xJf "$TARBALL" -C "$WORK/src"
 log "extracted $(du -sh "$WORK/src" | cut -f1) to $WORK/src"
 
 # CUDA for sm_90 only; NCCL off (it defaults on and looks for NCCL); nothing but the library and

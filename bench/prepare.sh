@@ -36,7 +36,7 @@ git diff --quiet HEAD -- src kernels CMakeLists.txt || sed -i 's/$/-dirty/' "$B/
 # llama.cpp source without what a llama-bench build never reads (models, docs, tests, examples, web UI).
 git -C "$SRC" rev-parse --short HEAD > "$B/llamacpp-commit.txt"
 git -C "$SRC" archive --format=tar HEAD -- . ':!models' ':!docs' ':!media' ':!tools/ui' ':!tests' ':!benches' \
-  ':!examples' ':!pocs' ':!.github' | gzip -9 > "$B/llamacpp-src.tar.gz"
+  ':!examples' ':!pocs' ':!.github' | xz -9 -T2 > "$B/llamacpp-src.tar.xz"
 
 mkdir -p "$B/vocab"
 for v in llama-bpe qwen2 phi-3; do cp "$VOCAB/ggml-vocab-$v.gguf" "$B/vocab/"; done

@@ -100,7 +100,7 @@ for cand in "$B/llamacpp-bin/llama-bench" "$B/llamacpp-bin/llama-bench.gz"; do
 done
 if [ -z "$LB" ]; then
   log "building llama.cpp (CUDA sm_90) in the background: $OUT/llamacpp_build.log"
-  setsid bash bench/build_llamacpp_cuda.sh "$B/llamacpp-src.tar.gz" /tmp/llamacpp \
+  setsid bash bench/build_llamacpp_cuda.sh "$B/llamacpp-src.tar.xz" /tmp/llamacpp \
     > "$OUT/llamacpp_build.out" 2> "$OUT/llamacpp_build.log" &
   BUILD_PID=$!
   BUILD_T0=$(date +%s)
