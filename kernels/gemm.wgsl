@@ -3,6 +3,9 @@
 // memory (WEIGHT snippet), loads the x tile beside it, and each of its 256 threads accumulates a
 // 4 rows x 4 tokens micro-tile in registers. GATED: the 64 virtual rows are 32 gate rows then the
 // same 32 up rows, and the thread writes silu(gate) * up for its 2 real rows.
+// Split-K (KSPLIT > 1), for short passes whose grid is too small to fill the GPU: KSPLIT groups share
+// each tile, group ks walks units [ks * units / KSPLIT, (ks + 1) * units / KSPLIT) and stores its raw
+// sums in the scratch bound as `y` (layout below); gemm_reduce.wgsl adds them up and writes y.
 //!include common
 //!include WEIGHT
 
@@ -11,7 +14,10 @@ override COLS: u32;           // input width
 override Y_STRIDE: u32 = 0u;  // floats between tokens in y (0: ROWS)
 override Y_OFFSET: u32 = 0u;
 override GATED: bool = false;
+override KSPLIT: u32 = 1u;    // groups per tile along K; 1: this kernel writes y itself
 
+// With KSPLIT > 1, y is the partials scratch: part[ks][t][vrow], vrow over the ROWS rows, or for
+// GATED the ROWS gate rows then the ROWS up rows (no SiLU: it does not distribute over the sum).
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
@@ -39,7 +45,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let rows_per_tile = select(64u, 32u, GATED);
   let row_tiles = (ROWS + rows_per_tile - 1u) / rows_per_tile;
-  let g = flat_group(wid, nwg);
+  let ks = flat_group(wid, nwg) % KSPLIT;  // neighbouring groups: the same tile, other K ranges
+  let g = flat_group(wid, nwg) / KSPLIT;
   let rt = g % row_tiles;
   let t0 = (g / row_tiles) * 64u;
   if (t0 >= step.n_tokens) { return; }
@@ -47,7 +54,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let tt = lid % 16u;  // micro-tile token lane: tokens tt, tt+16, tt+32, tt+48
   var acc: array<vec4f, 4>;  // [row j][token m]
   let units = (COLS + 31u) / 32u;
-  for (var u = 0u; u < units; u++) {
+  let u_end = (ks + 1u) * units / KSPLIT;
+  for (var u = ks * units / KSPLIT; u < u_end; u++) {
     if (lid < 64u) {  // weight tile: one 32-element unit per virtual row
       let r = real_row(rt, lid);
       var v: array<f32, 32>;
@@ -82,7 +90,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   for (var m = 0u; m < 4u; m++) {
     let t = t0 + tt + 16u * m;
     if (t >= step.n_tokens) { continue; }
-    if (GATED) {
+    if (KSPLIT > 1u) {
+      let vrows = select(ROWS, 2u * ROWS, GATED);
+      let base = (ks * step.n_tokens + t) * vrows;
+      for (var j = 0u; j < 4u; j++) {
+        // acc[j] is row 4 tr + j, or gated: gate (j < 2) / up (j >= 2) of real row 2 tr + j % 2
+        var r = rt * 64u + 4u * tr + j;
+        if (GATED) { r = rt * 32u + 2u * tr + j % 2u; }
+        if (r < ROWS) { y[base + select(0u, ROWS, GATED && j >= 2u) + r] = acc[j][m]; }
+      }
+    } else if (GATED) {
       for (var j = 0u; j < 2u; j++) {
         let r = rt * 32u + 2u * tr + j;
         let gv = acc[j][m];

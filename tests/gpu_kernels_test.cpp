@@ -4,14 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <random>
+#include <unistd.h>
 
 #include "gpu_test_util.h"
 #include "engine/forward.h"
+#include "engine/generator.h"
 #include "engine/graph.h"
 #include "engine/sampling.h"
 #include "engine/weights.h"
+#include "model/model_error.h"
+#include "model/synth.h"
+#include "reference/model.h"
 #include "reference/ops.h"
 
 using namespace ztvm;
@@ -201,6 +207,157 @@ TEST(Kernels, ShortPassWritesEachPartAtItsOffset) {
     want.insert(want.end(), yb.begin() + t * 27, yb.begin() + (t + 1) * 27);
   }
   EXPECT_LT(nmse(read(y, want.size()), want), 1e-10);
+}
+
+// Split-K GEMM (Variant::Split): short passes on matrices of few row tiles run gemm with KSPLIT > 1
+// into a scratch, then gemm_reduce. Each case runs with the split off, at the builder's own choice,
+// and forced to 5 (24 units do not divide by 5: uneven K ranges). y and the scratch start as NaN, so
+// an output or a partial left unwritten fails the NMSE check.
+namespace {
+
+gpu::Buffer nan_buffer(const std::string& label, size_t floats) {
+  gpu::Buffer b = device().buffer(label, floats * 4);
+  std::vector<float> v(floats, std::nanf(""));
+  device().write(b, v.data(), v.size() * 4);
+  return b;
+}
+
+// Encodes and runs a pass, returning how many dispatches it recorded.
+uint32_t run_counted(const Graph& g, uint32_t pos0, uint32_t n) {
+  gpu::Recorder rec(device(), "test");
+  g.encode(rec, pos0, n);
+  const uint32_t dispatches = rec.dispatches();
+  rec.submit();
+  device().wait_idle();
+  return dispatches;
+}
+
+}  // namespace
+
+class SplitKTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(SplitKTest, PlainAndGatedMatchCpu) {
+  const GgmlType t = GetParam();
+  const uint32_t cols = 768;  // 24 units of 32 columns
+  gpu::Kernels k(device());
+  EncodedMatrix w(t, 70, cols, 51), gate(t, 38, cols, 52), up(t, 38, cols, 53);  // 2 row tiles each
+  Matrix plain = upload_matrix(device(), "test.w", {&w.view});
+  Matrix gated = upload_gated(device(), "test.gate_up", gate.view, up.view);
+  const uint32_t max_tokens = GraphBuilder::kSplitMaxTokens;
+  for (uint32_t T : {1u, 2u, 7u, 35u, 64u}) {
+    std::vector<float> x = random_vec((size_t)T * cols, 54 + T);
+    gpu::Buffer xb = upload("test.x", x), step = step_buffer(0, T);
+    const std::vector<float> want_plain = ref::matmul(w.ref(), x);
+    const std::vector<float> want_gated = ref::gated_matmul(gate.ref(), up.ref(), x);
+    for (uint32_t force : {~0u, 0u, 5u}) {  // ~0: split off; 0: the builder's choice
+      const bool split = force != ~0u;
+      for (bool is_gated : {false, true}) {
+        const std::vector<float>& want = is_gated ? want_gated : want_plain;
+        gpu::Buffer y = nan_buffer("test.y", want.size());
+        gpu::Buffer scratch = nan_buffer("test.gemm_part", 5 * max_tokens * 76);  // ksplit <= 5, 76 virtual rows
+        Graph g;
+        GraphBuilder b(k, g, step);
+        if (split) b.use_split_k(scratch, max_tokens, force);
+        b.matmul(y, xb, is_gated ? gated : plain);
+        ASSERT_EQ(g.ops.size(), 1u);
+        const Dispatch& d = g.ops[0];
+        const Variant expect = T == 1 ? Variant::Single : split ? Variant::Split : Variant::Main;
+        ASSERT_EQ(d.variant(T), expect) << "T=" << T;
+        if (expect == Variant::Split) {
+          EXPECT_EQ(d.ksplit, force ? force : GraphBuilder::choose_ksplit(2, 24));
+        }
+        EXPECT_EQ(run_counted(g, 0, T), expect == Variant::Split ? 2u : 1u);  // split: gemm + reduce
+        EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << (is_gated ? " gated" : " plain")
+                                                           << " T=" << T << " ksplit=" << d.ksplit;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, SplitKTest,
+                         ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+// Two parts (mixed types, as a mixed QKV) share one scratch: part b's split must not see part a's
+// partials, and each reduce writes its rows at its Y_OFFSET within rows of the full width. Passes
+// longer than the split's limit fall back to the unsplit GEMM.
+TEST(Kernels, SplitKWritesEachPartAtItsOffset) {
+  gpu::Kernels k(device());
+  const uint32_t cols = 512, T = 35;
+  EncodedMatrix a(GgmlType::Q4_0, 40, cols, 61), b(GgmlType::Q8_0, 27, cols, 62);
+  Matrix m = upload_matrix(device(), "test.qkv", {&a.view, &b.view});
+  ASSERT_EQ(m.parts.size(), 2u);
+  std::vector<float> x = random_vec((size_t)T * cols, 63);
+  gpu::Buffer xb = upload("test.x", x), y = nan_buffer("test.y", (size_t)T * 67);
+  gpu::Buffer scratch = nan_buffer("test.gemm_part", GraphBuilder::split_k_scratch_bytes(40) / 4);
+  gpu::Buffer step = step_buffer(0, T);
+  Graph g;
+  GraphBuilder gb(k, g, step);
+  gb.use_split_k(scratch, 40, 3);  // 16 units: ranges of 5, 5, 6
+  gb.matmul(y, xb, m);
+  ASSERT_EQ(g.ops.size(), 2u);
+  for (const Dispatch& d : g.ops) {
+    EXPECT_EQ(d.variant(T), Variant::Split);
+    EXPECT_EQ(d.variant(41), Variant::Main);
+  }
+  EXPECT_EQ(run_counted(g, 0, T), 4u);
+  const std::vector<float> ya = ref::matmul(a.ref(), x), yb = ref::matmul(b.ref(), x);
+  std::vector<float> want;
+  for (uint32_t t = 0; t < T; t++) {
+    want.insert(want.end(), ya.begin() + t * 40, ya.begin() + (t + 1) * 40);
+    want.insert(want.end(), yb.begin() + t * 27, yb.begin() + (t + 1) * 27);
+  }
+  EXPECT_LT(nmse(read(y, want.size()), want), 1e-10);
+}
+
+// The rule on Llama-3.2-1B's prefill matrices (row tiles, units): every one the unsplit GEMM runs on
+// fewer than 2 workgroups per H200 SM (132) is split to at least 256 groups, each split keeping 8+
+// units; matrices with enough tiles (the LM head, 2004) are left alone. A forced split larger than
+// the scratch is refused.
+TEST(Kernels, SplitKRuleFillsTheGpu) {
+  struct Shape { uint32_t row_tiles, units; };
+  for (Shape s : {Shape{48, 64}, Shape{32, 64}, Shape{256, 64}, Shape{32, 256}}) {  // qkv, o, gate|up, down
+    const uint32_t ks = GraphBuilder::choose_ksplit(s.row_tiles, s.units);
+    EXPECT_GE(ks * s.row_tiles, 256u) << s.row_tiles << " tiles";
+    EXPECT_GE(s.units / ks, 8u) << s.row_tiles << " tiles";
+    EXPECT_LE((uint64_t)ks * s.row_tiles * 64 * 64 * 4, GraphBuilder::split_k_scratch_bytes(64));
+  }
+  EXPECT_EQ(GraphBuilder::choose_ksplit(2004, 64), 1u);
+  EXPECT_EQ(GraphBuilder::choose_ksplit(304, 80), 1u);  // Qwen3-4B gate|up: 304 tiles already
+  EXPECT_EQ(GraphBuilder::choose_ksplit(8, 8), 1u);     // K too short to share
+
+  gpu::Kernels k(device());
+  EncodedMatrix w(GgmlType::F32, 70, 256, 64);
+  Matrix m = upload_matrix(device(), "test.w", {&w.view});
+  gpu::Buffer x = device().buffer("test.x", 64 * 256 * 4), y = device().buffer("test.y", 64 * 70 * 4);
+  gpu::Buffer small = device().buffer("test.gemm_part", 4 * 64 * 70 * 4 - 4), step = step_buffer(0, 64);
+  Graph g;
+  GraphBuilder gb(k, g, step);
+  gb.use_split_k(small, 64, 4);
+  EXPECT_THROW(gb.matmul(y, x, m), ModelError);
+}
+
+// The whole forward pass with the split on: the synth "tiny" llama widened to 512 columns (16 units,
+// so every matrix splits), Q4_0, prefilled in chunks of 16 tokens (the last of 3), against the CPU
+// reference forward pass.
+TEST(Kernels, SplitKForwardMatchesCpuReference) {
+  ModelConfig c = synth_shape("tiny");
+  c.hidden_size = 512, c.head_dim = c.rotary_dim = 64;  // 8 heads x 64
+  const std::string path = std::filesystem::temp_directory_path() / ("ztvm_splitk_" + std::to_string(::getpid()) + ".gguf");
+  synth_model(c, QuantMix::Q4_0, nullptr, path);
+  auto model = open_model(path);
+  std::filesystem::remove(path);
+  Forward fwd(device(), *model, 64, 16);
+  size_t split_ops = 0;
+  for (const Dispatch& d : fwd.graph(Head::AllLogits).ops) split_ops += d.variant(16) == Variant::Split;
+  EXPECT_EQ(split_ops, 2u * 4u + 1u) << "qkv, o, gate|up and down of both layers, and the LM head";
+  std::vector<int32_t> ids(35);
+  for (uint32_t i = 0; i < ids.size(); i++) ids[i] = (int32_t)((i * 37 + 1) % model->config.vocab_size);
+  std::vector<float> gpu = Generator(fwd).logits(ids);
+  std::vector<float> cpu = ref::forward_logits(*model, ids);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  EXPECT_LT(nmse(gpu, cpu), 1e-9);
 }
 
 TEST(Kernels, EmbedMatchesCpu) {

@@ -47,6 +47,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.part = dev.buffer("state.part", T * nh * max_splits * (hd + 2) * F);
   s_.proj = dev.buffer("state.proj", T * d * F);
   s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
+  s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
   s_.x_last = dev.buffer("state.x_last", d * F);
   s_.logits = dev.buffer("state.logits", T * c.vocab_size * F);
   s_.argmax_part = dev.buffer("state.argmax_part", GraphBuilder::kArgmaxParts * 8);
@@ -72,6 +73,7 @@ void Forward::build(Head head) {
   const Weights& w = *w_;
   State& s = s_;
   GraphBuilder g(kernels_, graphs_[(int)head], s.step);
+  g.use_split_k(s.gemm_part, split_tokens());                 // short chunks: split K on small matrices
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};

@@ -1,5 +1,6 @@
 // The model on the GPU: weights, activations, paged KV cache, and the recorded forward passes.
 #pragma once
+#include <algorithm>
 #include <memory>
 
 #include "engine/graph.h"
@@ -51,6 +52,8 @@ class Forward {
 
  private:
   void build(Head head);
+  // Passes up to this long may run the split-K GEMM (one token tile).
+  uint32_t split_tokens() const { return std::min(max_chunk_, GraphBuilder::kSplitMaxTokens); }
   struct State {
     gpu::Buffer step, step_last;      // uniforms: StepParams for the pass, and for its last token only
     gpu::Buffer sampling;             // uniform: SamplingUniform
@@ -62,6 +65,7 @@ class Forward {
     gpu::Buffer part;                 // [chunk, NH, splits, HD + 2] split-K partials
     gpu::Buffer proj;                 // [chunk, hidden] output of attn_output / ffn_down
     gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up
+    gpu::Buffer gemm_part;            // [KSPLIT, chunk, virtual rows] split-K GEMM partials (graph.h)
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
     gpu::Buffer logits;               // [chunk, vocab]
     gpu::Buffer argmax_part;          // argmax's per-workgroup (value, index) pairs

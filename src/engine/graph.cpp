@@ -15,6 +15,13 @@ static_assert(kFewTokens % 4 == 0 && kFewWeightRows % 2 == 0, "matmul_tokens: to
 static_assert(kFewWeightRows <= 8 && kFewWeightRows * kFewTokens <= 64, "matmul_tokens: its register arrays");
 static_assert(kFewWeightRows * kFewRowGroups <= 32, "matmul_tokens: the lane partials must fit the x stage");
 
+// Split-K GEMM (bench/EXPERIMENTS.md): a chunk of <= 64 tokens is one token tile, so the unsplit grid is
+// just the row tiles, 32 for a 2048-row matrix against the H200's 132 SMs. Matrices under
+// kSplitBelowTiles tiles (2 per SM) split K so the grid nears kSplitGroups (~4 per SM), each split
+// keeping at least kSplitMinUnits 32-column steps so the partials' traffic stays small beside the work.
+static constexpr uint32_t kSplitBelowTiles = 264, kSplitGroups = 512, kSplitMinUnits = 8, kSplitMaxK = 16;
+static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
+
 std::string weight_snippet(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return "weight_f32";
@@ -31,6 +38,7 @@ std::string weight_snippet(GgmlType t) {
 Variant Dispatch::variant(uint32_t n_tokens) const {
   if (single && (n_tokens == 1 || always_single)) return Variant::Single;
   if (few && n_tokens <= few_max) return Variant::Few;
+  if (split && n_tokens <= split_max) return Variant::Split;
   return Variant::Main;
 }
 
@@ -48,6 +56,10 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       case Variant::Few:
         rec.dispatch(*d.few, d.few_group, d.few_blocks * ((n_tokens + d.few_tokens - 1) / d.few_tokens), 1,
                      d.few_role, d.bytes);
+        continue;
+      case Variant::Split:  // n_tokens <= 64: one token tile
+        rec.dispatch(*d.split, d.split_group, d.ksplit * d.a * tiles, 1, d.split_role, d.bytes);
+        rec.dispatch(*d.reduce, d.reduce_group, d.reduce_blocks * n_tokens, 1, "gemm_reduce");
         continue;
       case Variant::Main: break;
     }
@@ -99,6 +111,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     const uint32_t row_tiles = (p.rows + (w.gated ? 31 : 63)) / (w.gated ? 32 : 64);
     add({"gemm", {{"WEIGHT", weight_snippet(p.type)}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0,
         p.buf.size());
+    if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
     if (w.cols % 32 == 0) {  // decode: the matvec kernel (rows of whole 32-element units)
       // Rows per lane group: enough workgroups to fill a large GPU on short matrices, x reuse on long ones.
       // Thresholds and lane counts measured on the H200 (bench/EXPERIMENTS.md, 2026-11-30): x reuse
@@ -131,6 +144,51 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       d.few_role = "matmul_tokens_" + snippet.substr(7) + (w.gated ? "_gated" : "");
     }
   }
+}
+
+void GraphBuilder::use_split_k(const gpu::Buffer& scratch, uint32_t max_tokens, uint32_t ksplit) {
+  if (max_tokens > kSplitMaxTokens) throw ModelError("split-K serves one token tile, not " + std::to_string(max_tokens));
+  split_scratch_ = &scratch, split_max_ = max_tokens, split_force_ = ksplit;
+}
+
+uint64_t GraphBuilder::split_k_scratch_bytes(uint32_t max_tokens) {
+  // choose_ksplit keeps ksplit x row tiles <= kSplitGroups, and a tile is 64 virtual rows (gate|up
+  // counted twice), so ksplit x virtual rows never exceeds kSplitGroups x 64.
+  return (uint64_t)kSplitGroups * kGemmTileVirtualRows * max_tokens * 4;
+}
+
+uint32_t GraphBuilder::choose_ksplit(uint32_t row_tiles, uint32_t units) {
+  if (row_tiles >= kSplitBelowTiles) return 1;
+  return std::max(1u, std::min({kSplitMaxK, kSplitGroups / row_tiles, units / kSplitMinUnits}));
+}
+
+// Adds the split-K variant to the gemm dispatch just added for part p (see Dispatch::split).
+void GraphBuilder::add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
+                               const std::map<std::string, double>& gemm_constants, uint32_t row_tiles) {
+  const uint32_t units = (w.cols + 31) / 32;
+  const uint32_t ksplit = std::min(split_force_ ? split_force_ : choose_ksplit(row_tiles, units), units);
+  if (ksplit < 2) return;
+  const uint64_t vrows = w.gated ? 2ull * p.rows : p.rows;
+  const uint64_t need = ksplit * (uint64_t)split_max_ * vrows * 4;
+  if (need > split_scratch_->size())
+    throw ModelError("split-K scratch '" + split_scratch_->label() + "' holds " +
+                     std::to_string(split_scratch_->size()) + " bytes, " + std::to_string(need) + " needed");
+  std::map<std::string, double> c = gemm_constants;
+  c["KSPLIT"] = ksplit;
+  const std::string snippet = weight_snippet(p.type);
+  const gpu::Pipeline& split = k_.get({"gemm", {{"WEIGHT", snippet}}, c});
+  std::map<std::string, double> rc = {{"ROWS", p.rows}, {"KSPLIT", ksplit}, {"Y_OFFSET", p.row0},
+                                      {"Y_STRIDE", c.at("Y_STRIDE")}};
+  if (w.gated) rc["GATED"] = 1;
+  const gpu::Pipeline& reduce = k_.get({"gemm_reduce", {}, rc});
+  Dispatch& d = g_.ops.back();
+  d.split = &split;  // binds the scratch where the unsplit kernel binds y
+  d.split_group = k_.device().bind(split, {*split_scratch_, x, p.buf, *step_}, "gemm_split:" + y.label());
+  d.reduce = &reduce;
+  d.reduce_group = k_.device().bind(reduce, {y, *split_scratch_, *step_}, "gemm_reduce:" + y.label());
+  d.ksplit = ksplit, d.split_max = split_max_;
+  d.reduce_blocks = (p.rows + kReduceRows - 1) / kReduceRows;
+  d.split_role = "gemm_split_" + snippet.substr(7);
 }
 
 void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,

@@ -2,6 +2,7 @@
 // grid) that forward.cpp builds once per mode at load, and that every later pass replays. Replay
 // allocates nothing: per-pass values (position, token count) live in the `step` uniform buffers.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,7 +25,7 @@ enum class Grid {
 };
 
 // Which of a dispatch's kernels a pass runs (Dispatch::variant).
-enum class Variant { Main, Single, Few };
+enum class Variant { Main, Single, Few, Split };
 
 struct Dispatch {
   const gpu::Pipeline* pipeline = nullptr;  // null: a copy
@@ -42,6 +43,15 @@ struct Dispatch {
   gpu::BindGroup few_group;
   uint32_t few_blocks = 0, few_tokens = 0, few_max = 0;
   std::string few_role;
+  // Split-K GEMM for passes of 2..split_max tokens on matrices of few row tiles: `split` (gemm with
+  // KSPLIT = ksplit, a x ksplit groups) writes partial sums to the shared scratch, then `reduce`
+  // (reduce_blocks groups per token) adds them into y.
+  const gpu::Pipeline* split = nullptr;
+  gpu::BindGroup split_group;
+  const gpu::Pipeline* reduce = nullptr;
+  gpu::BindGroup reduce_group;
+  uint32_t ksplit = 0, split_max = 0, reduce_blocks = 0;
+  std::string split_role;
   Variant variant(uint32_t n_tokens) const;
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
@@ -67,6 +77,15 @@ class GraphBuilder {
   // Passes of 2..64 tokens through matmul_tokens.wgsl instead of the tiled GEMM. Off: on the H200 it
   // measured 2-3x slower than the GEMM (bench/EXPERIMENTS.md); kept, tested, for the next attempt.
   void use_few_tokens_kernel(bool on) { few_tokens_kernel_ = on; }
+  // Passes of up to max_tokens (<= 64: one token tile) tokens split K on matrices with too few row
+  // tiles to fill the GPU. scratch (split_k_scratch_bytes(max_tokens)) holds the partials; all later
+  // matmuls share it, which is safe as the dispatches of a pass run in order. ksplit: force this split
+  // on every matrix (tests); 0: choose_ksplit's rule.
+  void use_split_k(const gpu::Buffer& scratch, uint32_t max_tokens, uint32_t ksplit = 0);
+  static constexpr uint32_t kSplitMaxTokens = 64;  // the GEMM's token tile
+  static uint64_t split_k_scratch_bytes(uint32_t max_tokens);
+  // Groups per tile along K for a matrix of row_tiles tiles and `units` 32-column steps; 1: no split.
+  static uint32_t choose_ksplit(uint32_t row_tiles, uint32_t units);
 
   void embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table);
   void rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps);
@@ -97,6 +116,10 @@ class GraphBuilder {
 
  private:
   bool few_tokens_kernel_ = false;
+  const gpu::Buffer* split_scratch_ = nullptr;
+  uint32_t split_max_ = 0, split_force_ = 0;
+  void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
+                   const std::map<std::string, double>& gemm_constants, uint32_t row_tiles);
   void add(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, Grid grid, uint32_t a, uint32_t bb = 0,
            uint64_t bytes = 0);
   gpu::Kernels& k_;
