@@ -19,7 +19,9 @@ static_assert(kFewWeightRows * kFewRowGroups <= 32, "matmul_tokens: the lane par
 // just the row tiles, 32 for a 2048-row matrix against the H200's 132 SMs. Matrices under
 // kSplitBelowTiles tiles (2 per SM) split K so the grid nears kSplitGroups (~4 per SM), each split
 // keeping at least kSplitMinUnits 32-column steps so the partials' traffic stays small beside the work.
-static constexpr uint32_t kSplitBelowTiles = 264, kSplitGroups = 512, kSplitMinUnits = 8, kSplitMaxK = 16;
+// Measured on the H200 (bench/EXPERIMENTS.md): 528 / 2048 / 4 / 32 beat 264 / 512 / 8 / 16 by 13% on the
+// Qwen3-4B 35-token prompt (its 304-tile gate|up now splits too) and by 1.5% on Llama-3.2-1B.
+static constexpr uint32_t kSplitBelowTiles = 528, kSplitGroups = 2048, kSplitMinUnits = 4, kSplitMaxK = 32;
 static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
 
 std::string weight_snippet(GgmlType t) {

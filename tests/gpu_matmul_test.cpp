@@ -1,0 +1,310 @@
+// The matmul kernels against their CPU twins: the decode matvec, the tiled GEMM, split-K GEMM with its
+// reduce, and the short-pass kernel, for every weight type, through the GraphBuilder the forward pass uses.
+#include <gtest/gtest.h>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <random>
+#include <unistd.h>
+#include "engine/forward.h"
+#include "engine/generator.h"
+#include "engine/graph.h"
+#include "engine/sampling.h"
+#include "engine/weights.h"
+#include "model/model_error.h"
+#include "model/synth.h"
+#include "reference/model.h"
+#include "reference/ops.h"
+
+#include "gpu_kernels_rig.h"
+
+using namespace ztvm;
+using namespace ztvm::test;
+
+struct MatmulCase {
+  GgmlType type;
+  uint32_t rows, cols, tokens;
+};
+
+class MatmulTest : public ::testing::TestWithParam<MatmulCase> {};
+
+TEST_P(MatmulTest, MatchesCpu) {
+  const MatmulCase c = GetParam();
+  gpu::Kernels k(device());
+  EncodedMatrix w(c.type, c.rows, c.cols, 1);
+  std::vector<float> x = random_vec((size_t)c.tokens * c.cols, 2);
+  Matrix m = upload_matrix(device(), "test.w", {&w.view});
+  gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.y", (size_t)c.tokens * c.rows * 4);
+  gpu::Buffer step = step_buffer(0, c.tokens);
+  Graph g;
+  GraphBuilder(k, g, step).matmul(y, xb, m);
+  run(g, 0, c.tokens);
+  std::vector<float> want = ref::matmul(w.ref(), x);
+  double e = nmse(read(y, want.size()), want);
+  EXPECT_LT(e, 1e-10) << type_name(c.type) << " " << c.rows << "x" << c.cols << " T=" << c.tokens;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, MatmulTest,
+    ::testing::Values(MatmulCase{GgmlType::F32, 70, 172, 1}, MatmulCase{GgmlType::F32, 33, 64, 11},
+                      MatmulCase{GgmlType::F16, 70, 172, 3}, MatmulCase{GgmlType::BF16, 40, 96, 9},
+                      MatmulCase{GgmlType::Q8_0, 70, 256, 1}, MatmulCase{GgmlType::Q8_0, 19, 96, 17},
+                      MatmulCase{GgmlType::Q4_0, 70, 256, 1}, MatmulCase{GgmlType::Q4_0, 21, 160, 9},
+                      MatmulCase{GgmlType::Q4_K, 70, 512, 1}, MatmulCase{GgmlType::Q4_K, 9, 256, 13},
+                      MatmulCase{GgmlType::Q6_K, 70, 512, 1}, MatmulCase{GgmlType::Q6_K, 9, 256, 13},
+                      MatmulCase{GgmlType::Q4_0, 130, 96, 70}, MatmulCase{GgmlType::F16, 65, 100, 129},
+                      MatmulCase{GgmlType::Q4_K, 4101, 256, 1}, MatmulCase{GgmlType::Q8_0, 16403, 64, 1},
+                      // rows of 4096+ columns: the matvec's 64-lane groups; 2048+ rows: 2 rows per lane
+                      MatmulCase{GgmlType::Q4_0, 37, 4096, 1}, MatmulCase{GgmlType::Q6_K, 2050, 4352, 1}),
+    [](const auto& info) {
+      return std::string(type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
+             std::to_string(info.param.cols) + "_T" + std::to_string(info.param.tokens);
+    });
+
+TEST(Kernels, GatedMatmulMatchesCpu) {
+  gpu::Kernels k(device());
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16}) {
+    for (uint32_t T : {1u, 5u, 67u}) {  // decode (matvec kernel) and prefill (gemm kernel)
+      EncodedMatrix gate(t, 48, 256, 3), up(t, 48, 256, 4);
+      std::vector<float> x = random_vec(T * 256, 5);
+      Matrix m = upload_gated(device(), "test.gate_up", gate.view, up.view);
+      gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.h", T * 48 * 4);
+      gpu::Buffer step = step_buffer(0, T);
+      Graph g;
+      GraphBuilder(k, g, step).matmul(y, xb, m);
+      run(g, 0, T);
+      std::vector<float> want = ref::gated_matmul(gate.ref(), up.ref(), x);
+      EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << " T=" << T;
+    }
+  }
+}
+
+// Passes of 2..64 tokens run matmul_tokens, one token the matvec, longer passes gemm. Each short
+// pass is run twice: with the dispatch's own choice, and pinned to gemm (its `few` variant dropped),
+// so both kernels are checked at the same token counts. 768 columns = 1.5 sweeps of matmul_tokens;
+// the row counts leave its last row block partial, 35 tokens its last token group.
+class ShortPassTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(ShortPassTest, PlainAndGatedMatchCpu) {
+  const GgmlType t = GetParam();
+  const uint32_t cols = 768;
+  gpu::Kernels k(device());
+  // 38 gated rows: upload_gated writes the up half after the gate half, at a 4-byte aligned offset.
+  EncodedMatrix w(t, 70, cols, 31), gate(t, 38, cols, 32), up(t, 38, cols, 33);
+  Matrix plain = upload_matrix(device(), "test.w", {&w.view});
+  Matrix gated = upload_gated(device(), "test.gate_up", gate.view, up.view);
+  for (uint32_t T : {1u, 2u, 7u, 35u, 64u}) {
+    std::vector<float> x = random_vec((size_t)T * cols, 34 + T);
+    gpu::Buffer xb = upload("test.x", x), step = step_buffer(0, T);
+    const std::vector<float> want_plain = ref::matmul(w.ref(), x);
+    const std::vector<float> want_gated = ref::gated_matmul(gate.ref(), up.ref(), x);
+    for (bool pin_gemm : {false, true}) {
+      if (pin_gemm && T == 1) continue;
+      for (bool is_gated : {false, true}) {
+        const std::vector<float>& want = is_gated ? want_gated : want_plain;
+        gpu::Buffer y = device().buffer("test.y", want.size() * 4);
+        Graph g;
+        GraphBuilder b(k, g, step);
+        b.use_few_tokens_kernel(true);
+        b.matmul(y, xb, is_gated ? gated : plain);
+        ASSERT_EQ(g.ops.size(), 1u);
+        if (pin_gemm) g.ops[0].few = nullptr;
+        const Variant expect = T == 1 ? Variant::Single : pin_gemm ? Variant::Main : Variant::Few;
+        EXPECT_EQ(g.ops[0].variant(T), expect) << "T=" << T;
+        run(g, 0, T);
+        EXPECT_LT(nmse(read(y, want.size()), want), 1e-10)
+            << type_name(t) << (is_gated ? " gated" : " plain") << " T=" << T << (pin_gemm ? " (gemm)" : "");
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, ShortPassTest,
+                         ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+// A matrix of two parts (types differ, as a mixed QKV): each part's short-pass kernel writes its rows
+// at its Y_OFFSET within rows of the full width.
+TEST(Kernels, ShortPassWritesEachPartAtItsOffset) {
+  gpu::Kernels k(device());
+  const uint32_t cols = 512, T = 35;
+  EncodedMatrix a(GgmlType::Q4_0, 40, cols, 41), b(GgmlType::Q8_0, 27, cols, 42);
+  Matrix m = upload_matrix(device(), "test.qkv", {&a.view, &b.view});
+  ASSERT_EQ(m.parts.size(), 2u);
+  std::vector<float> x = random_vec((size_t)T * cols, 43);
+  gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.y", (size_t)T * 67 * 4);
+  gpu::Buffer step = step_buffer(0, T);
+  Graph g;
+  GraphBuilder gb(k, g, step);
+  gb.use_few_tokens_kernel(true);
+  gb.matmul(y, xb, m);
+  for (const Dispatch& d : g.ops) {
+    EXPECT_EQ(d.variant(T), Variant::Few);
+    EXPECT_EQ(d.variant(1), Variant::Single);
+    EXPECT_EQ(d.variant(65), Variant::Main);  // past the default chunk: gemm
+  }
+  run(g, 0, T);
+  const std::vector<float> ya = ref::matmul(a.ref(), x), yb = ref::matmul(b.ref(), x);
+  std::vector<float> want;
+  for (uint32_t t = 0; t < T; t++) {
+    want.insert(want.end(), ya.begin() + t * 40, ya.begin() + (t + 1) * 40);
+    want.insert(want.end(), yb.begin() + t * 27, yb.begin() + (t + 1) * 27);
+  }
+  EXPECT_LT(nmse(read(y, want.size()), want), 1e-10);
+}
+
+// Split-K GEMM (Variant::Split): short passes on matrices of few row tiles run gemm with KSPLIT > 1
+// into a scratch, then gemm_reduce. Each case runs with the split off, at the builder's own choice,
+// and forced to 5 (24 units do not divide by 5: uneven K ranges). y and the scratch start as NaN, so
+// an output or a partial left unwritten fails the NMSE check.
+namespace {
+
+gpu::Buffer nan_buffer(const std::string& label, size_t floats) {
+  gpu::Buffer b = device().buffer(label, floats * 4);
+  std::vector<float> v(floats, std::nanf(""));
+  device().write(b, v.data(), v.size() * 4);
+  return b;
+}
+
+// Encodes and runs a pass, returning how many dispatches it recorded.
+uint32_t run_counted(const Graph& g, uint32_t pos0, uint32_t n) {
+  gpu::Recorder rec(device(), "test");
+  g.encode(rec, pos0, n);
+  const uint32_t dispatches = rec.dispatches();
+  rec.submit();
+  device().wait_idle();
+  return dispatches;
+}
+
+}  // namespace
+
+class SplitKTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(SplitKTest, PlainAndGatedMatchCpu) {
+  const GgmlType t = GetParam();
+  const uint32_t cols = 768;  // 24 units of 32 columns
+  gpu::Kernels k(device());
+  EncodedMatrix w(t, 70, cols, 51), gate(t, 38, cols, 52), up(t, 38, cols, 53);  // 2 row tiles each
+  Matrix plain = upload_matrix(device(), "test.w", {&w.view});
+  Matrix gated = upload_gated(device(), "test.gate_up", gate.view, up.view);
+  const uint32_t max_tokens = GraphBuilder::kSplitMaxTokens;
+  for (uint32_t T : {1u, 2u, 7u, 35u, 64u}) {
+    std::vector<float> x = random_vec((size_t)T * cols, 54 + T);
+    gpu::Buffer xb = upload("test.x", x), step = step_buffer(0, T);
+    const std::vector<float> want_plain = ref::matmul(w.ref(), x);
+    const std::vector<float> want_gated = ref::gated_matmul(gate.ref(), up.ref(), x);
+    for (uint32_t force : {~0u, 0u, 5u}) {  // ~0: split off; 0: the builder's choice
+      const bool split = force != ~0u;
+      for (bool is_gated : {false, true}) {
+        const std::vector<float>& want = is_gated ? want_gated : want_plain;
+        gpu::Buffer y = nan_buffer("test.y", want.size());
+        const uint32_t ks_max = std::max(5u, GraphBuilder::choose_ksplit(2, 24));  // forced 5 or the rule's
+        gpu::Buffer scratch = nan_buffer("test.gemm_part", ks_max * max_tokens * 76);  // 76 virtual rows
+        Graph g;
+        GraphBuilder b(k, g, step);
+        if (split) b.use_split_k(scratch, max_tokens, force);
+        b.matmul(y, xb, is_gated ? gated : plain);
+        ASSERT_EQ(g.ops.size(), 1u);
+        const Dispatch& d = g.ops[0];
+        const Variant expect = T == 1 ? Variant::Single : split ? Variant::Split : Variant::Main;
+        ASSERT_EQ(d.variant(T), expect) << "T=" << T;
+        if (expect == Variant::Split) {
+          EXPECT_EQ(d.ksplit, force ? force : GraphBuilder::choose_ksplit(2, 24));
+        }
+        EXPECT_EQ(run_counted(g, 0, T), expect == Variant::Split ? 2u : 1u);  // split: gemm + reduce
+        EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << (is_gated ? " gated" : " plain")
+                                                           << " T=" << T << " ksplit=" << d.ksplit;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, SplitKTest,
+                         ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+// Two parts (mixed types, as a mixed QKV) share one scratch: part b's split must not see part a's
+// partials, and each reduce writes its rows at its Y_OFFSET within rows of the full width. Passes
+// longer than the split's limit fall back to the unsplit GEMM.
+TEST(Kernels, SplitKWritesEachPartAtItsOffset) {
+  gpu::Kernels k(device());
+  const uint32_t cols = 512, T = 35;
+  EncodedMatrix a(GgmlType::Q4_0, 40, cols, 61), b(GgmlType::Q8_0, 27, cols, 62);
+  Matrix m = upload_matrix(device(), "test.qkv", {&a.view, &b.view});
+  ASSERT_EQ(m.parts.size(), 2u);
+  std::vector<float> x = random_vec((size_t)T * cols, 63);
+  gpu::Buffer xb = upload("test.x", x), y = nan_buffer("test.y", (size_t)T * 67);
+  gpu::Buffer scratch = nan_buffer("test.gemm_part", GraphBuilder::split_k_scratch_bytes(40) / 4);
+  gpu::Buffer step = step_buffer(0, T);
+  Graph g;
+  GraphBuilder gb(k, g, step);
+  gb.use_split_k(scratch, 40, 3);  // 16 units: ranges of 5, 5, 6
+  gb.matmul(y, xb, m);
+  ASSERT_EQ(g.ops.size(), 2u);
+  for (const Dispatch& d : g.ops) {
+    EXPECT_EQ(d.variant(T), Variant::Split);
+    EXPECT_EQ(d.variant(41), Variant::Main);
+  }
+  EXPECT_EQ(run_counted(g, 0, T), 4u);
+  const std::vector<float> ya = ref::matmul(a.ref(), x), yb = ref::matmul(b.ref(), x);
+  std::vector<float> want;
+  for (uint32_t t = 0; t < T; t++) {
+    want.insert(want.end(), ya.begin() + t * 40, ya.begin() + (t + 1) * 40);
+    want.insert(want.end(), yb.begin() + t * 27, yb.begin() + (t + 1) * 27);
+  }
+  EXPECT_LT(nmse(read(y, want.size()), want), 1e-10);
+}
+
+// The rule on Llama-3.2-1B's prefill matrices (row tiles, units): every one the unsplit GEMM runs on
+// fewer than 4 workgroups per H200 SM (132) is split to at least 256 groups, each split keeping 4+
+// units; matrices with enough tiles (the LM head, 2004) are left alone. A forced split larger than
+// the scratch is refused.
+TEST(Kernels, SplitKRuleFillsTheGpu) {
+  struct Shape { uint32_t row_tiles, units; };
+  for (Shape s : {Shape{48, 64}, Shape{32, 64}, Shape{256, 64}, Shape{32, 256}}) {  // qkv, o, gate|up, down
+    const uint32_t ks = GraphBuilder::choose_ksplit(s.row_tiles, s.units);
+    EXPECT_GE(ks * s.row_tiles, 256u) << s.row_tiles << " tiles";
+    EXPECT_GE(s.units / ks, 4u) << s.row_tiles << " tiles";
+    EXPECT_LE((uint64_t)ks * s.row_tiles * 64 * 64 * 4, GraphBuilder::split_k_scratch_bytes(64));
+  }
+  EXPECT_EQ(GraphBuilder::choose_ksplit(2004, 64), 1u);
+  EXPECT_GE(GraphBuilder::choose_ksplit(304, 80), 2u);  // Qwen3-4B gate|up: 304 tiles, still split
+  EXPECT_EQ(GraphBuilder::choose_ksplit(600, 80), 1u);  // enough tiles
+  EXPECT_EQ(GraphBuilder::choose_ksplit(8, 7), 1u);     // K too short to share
+
+  gpu::Kernels k(device());
+  EncodedMatrix w(GgmlType::F32, 70, 256, 64);
+  Matrix m = upload_matrix(device(), "test.w", {&w.view});
+  gpu::Buffer x = device().buffer("test.x", 64 * 256 * 4), y = device().buffer("test.y", 64 * 70 * 4);
+  gpu::Buffer small = device().buffer("test.gemm_part", 4 * 64 * 70 * 4 - 4), step = step_buffer(0, 64);
+  Graph g;
+  GraphBuilder gb(k, g, step);
+  gb.use_split_k(small, 64, 4);
+  EXPECT_THROW(gb.matmul(y, x, m), ModelError);
+}
+
+// The whole forward pass with the split on: the synth "tiny" llama widened to 512 columns (16 units,
+// so every matrix splits), Q4_0, prefilled in chunks of 16 tokens (the last of 3), against the CPU
+// reference forward pass.
+TEST(Kernels, SplitKForwardMatchesCpuReference) {
+  ModelConfig c = synth_shape("tiny");
+  c.hidden_size = 512, c.head_dim = c.rotary_dim = 64;  // 8 heads x 64
+  const std::string path = std::filesystem::temp_directory_path() / ("ztvm_splitk_" + std::to_string(::getpid()) + ".gguf");
+  synth_model(c, QuantMix::Q4_0, nullptr, path);
+  auto model = open_model(path);
+  std::filesystem::remove(path);
+  Forward fwd(device(), *model, 64, 16);
+  size_t split_ops = 0;
+  for (const Dispatch& d : fwd.graph(Head::AllLogits).ops) split_ops += d.variant(16) == Variant::Split;
+  EXPECT_EQ(split_ops, 2u * 4u + 1u) << "qkv, o, gate|up and down of both layers, and the LM head";
+  std::vector<int32_t> ids(35);
+  for (uint32_t i = 0; i < ids.size(); i++) ids[i] = (int32_t)((i * 37 + 1) % model->config.vocab_size);
+  std::vector<float> gpu = Generator(fwd).logits(ids);
+  std::vector<float> cpu = ref::forward_logits(*model, ids);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  EXPECT_LT(nmse(gpu, cpu), 1e-9);
+}
+
