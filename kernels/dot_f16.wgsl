@@ -1,5 +1,5 @@
 // Dot of 32-element unit u of an F16 row with x: two halves per u32.
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, array<vec4f, 8>>) -> f32 {
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   let b = row_byte + u * 64u;
   var s = 0.0;
   for (var i = 0u; i < 8u; i++) {

@@ -1,5 +1,5 @@
 // Dot of 32-element unit u of an F32 row with x (the unit's 8 vec4s).
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, array<vec4f, 8>>) -> f32 {
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   let b = row_byte / 4u + u * 32u;
   var s = 0.0;
   for (var i = 0u; i < 8u; i++) {

@@ -1,5 +1,5 @@
 // Dot of 32-element sub-block u of a Q4_K row (see weight_q4_k.wgsl for the layout).
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, array<vec4f, 8>>) -> f32 {
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   let b = row_byte + (u / 8u) * 144u;
   let j = u % 8u;
   let sm = q4k_scale_min(b + 4u, j);  // from weight_q4_k.wgsl

@@ -1,5 +1,5 @@
 // Dot of 32-element sub-block u of a Q6_K row (see weight_q6_k.wgsl for the layout).
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, array<vec4f, 8>>) -> f32 {
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   let b = row_byte + (u / 8u) * 210u;
   let jj = u % 8u;
   let n = jj / 4u;

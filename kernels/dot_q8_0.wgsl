@@ -1,5 +1,5 @@
 // Dot of Q8_0 block u (34 bytes: f16 d, 32 int8) with x.
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, array<vec4f, 8>>) -> f32 {
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   let b = row_byte + u * 34u;
   var s = 0.0;
   for (var i = 0u; i < 8u; i++) {

@@ -1,11 +1,14 @@
 // Decode-time y = W x for one token. A group of 32 lanes owns RPL rows: each lane walks whole
 // 32-element units (consecutive lanes, consecutive units), loads the unit of x once into registers
 // and dots it with that unit of each of its rows — so x is read once per RPL rows, not per row.
+// XIN says how x is stored (x_f32: floats; x_q8: int8 units from quantize_q8.wgsl), DOT dots one
+// weight unit of that encoding with one x unit.
 // 2 lane groups per workgroup: small workgroups keep every SM busy on short matrices (the host picks
 // RPL so there are enough of them). The DOT snippet knows the weight encoding; GATED as in gemm.wgsl.
 // Needs COLS % 32 == 0.
 //!include common
 //!include WEIGHT
+//!include XIN
 //!include DOT
 
 override ROWS: u32;
@@ -18,7 +21,6 @@ override LANES: u32 = 32u;  // lanes per group (32 or 64): more lanes, more load
 override WG: u32 = 64u;     // 2 * LANES
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
-@group(0) @binding(1) var<storage, read> xv: array<vec4f>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 
 var<workgroup> red: array<f32, 1024>;  // [2 halves][RPL][WG lanes]
@@ -32,8 +34,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let units = COLS / 32u;
   let rb = w_row_bytes();
   for (var u = lane; u < units; u += LANES) {
-    var xu: array<vec4f, 8>;
-    for (var i = 0u; i < 8u; i++) { xu[i] = xv[u * 8u + i]; }
+    var xu = x_unit(u);
     for (var j = 0u; j < RPL; j++) {
       let r = row0 + j;
       if (r < ROWS) {

@@ -49,6 +49,9 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
   s_.x_last = dev.buffer("state.x_last", d * F);
+  const uint64_t widest = std::max({d, c.intermediate_size, nh * hd});  // the widest matvec input
+  s_.xq = dev.buffer("state.xq", (widest + 15) / 16 * 16);
+  s_.xqs = dev.buffer("state.xqs", widest / 32 * 8 + 8);
   s_.logits = dev.buffer("state.logits", T * c.vocab_size * F);
   s_.argmax_part = dev.buffer("state.argmax_part", GraphBuilder::kArgmaxParts * 8);
   std::vector<float> rope = rope_table(c, max_context);
@@ -74,6 +77,7 @@ void Forward::build(Head head) {
   State& s = s_;
   GraphBuilder g(kernels_, graphs_[(int)head], s.step);
   g.use_split_k(s.gemm_part, split_tokens());                 // short chunks: split K on small matrices
+  g.use_q8_x(s.xq, s.xqs);                                    // decode: int8 x for quantized weights
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};

@@ -67,6 +67,7 @@ class Forward {
     gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up
     gpu::Buffer gemm_part;            // [KSPLIT, chunk, virtual rows] split-K GEMM partials (graph.h)
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
+    gpu::Buffer xq, xqs;              // one token's matvec input as int8 units + (d, sum) per unit (graph.h)
     gpu::Buffer logits;               // [chunk, vocab]
     gpu::Buffer argmax_part;          // argmax's per-workgroup (value, index) pairs
     gpu::Buffer rope;                 // [max_context, rot/2] (cos, sin)

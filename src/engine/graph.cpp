@@ -38,6 +38,7 @@ std::string weight_snippet(GgmlType t) {
 }
 
 Variant Dispatch::variant(uint32_t n_tokens) const {
+  if (single_only) return n_tokens == 1 || always_single ? Variant::Single : Variant::Skip;
   if (single && (n_tokens == 1 || always_single)) return Variant::Single;
   if (few && n_tokens <= few_max) return Variant::Few;
   if (split && n_tokens <= split_max) return Variant::Split;
@@ -63,6 +64,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
         rec.dispatch(*d.split, d.split_group, d.ksplit * d.a * tiles, 1, d.split_role, d.bytes);
         rec.dispatch(*d.reduce, d.reduce_group, d.reduce_blocks * n_tokens, 1, "gemm_reduce");
         continue;
+      case Variant::Skip: continue;
       case Variant::Main: break;
     }
     uint32_t groups = d.a;
@@ -106,6 +108,9 @@ void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, con
 void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride,
                           bool one_token) {
   if (one_token && w.cols % 32 != 0) throw ModelError("LM head width " + std::to_string(w.cols) + " is not a multiple of 32");
+  const bool q8 = xq_ && w.cols % 32 == 0 &&
+                  std::any_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
+  if (q8) add_quantize_q8(x, w.cols, one_token);
   for (const MatrixPart& p : w.parts) {
     std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
@@ -124,13 +129,18 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
                                           {"LANES", lanes}, {"WG", 2 * lanes}};
       if (w.gated) mc["GATED"] = 1;
       std::string snippet = weight_snippet(p.type);
-      const gpu::Pipeline& mv = k_.get({"matvec", {{"WEIGHT", snippet}, {"DOT", "dot_" + snippet.substr(7)}}, mc});
+      const bool int8_x = q8 && q8_x_type(p.type);
+      const gpu::Pipeline& mv = k_.get({"matvec",
+                                        {{"WEIGHT", snippet}, {"XIN", int8_x ? "x_q8" : "x_f32"},
+                                         {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}},
+                                        mc});
       Dispatch& d = g_.ops.back();
       d.single = &mv;
-      d.single_group = k_.device().bind(mv, {y, x, p.buf}, "matvec:" + y.label());
+      d.single_group = int8_x ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_}, "matvec_q8:" + y.label())
+                              : k_.device().bind(mv, {y, x, p.buf}, "matvec:" + y.label());
       d.single_groups = (p.rows + 2 * rpl - 1) / (2 * rpl);  // 2 lane groups per workgroup
       d.always_single = one_token;
-      d.single_role = "matvec_" + snippet.substr(7) + (w.gated ? "_gated" : "");
+      d.single_role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) + (w.gated ? "_gated" : "");
       if (one_token || !few_tokens_kernel_) continue;
       // Short passes: the matvec widened to token groups (matmul_tokens.wgsl), weights read once per
       // kFewTokens tokens. A gated output row is two weight rows (gate, up).
@@ -146,6 +156,24 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       d.few_role = "matmul_tokens_" + snippet.substr(7) + (w.gated ? "_gated" : "");
     }
   }
+}
+
+bool GraphBuilder::q8_x_type(GgmlType t) {
+  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+}
+
+// One token's x -> int8 units in xq/xs, before the matvecs that read them (single-token passes only).
+void GraphBuilder::add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token) {
+  if (xq_->size() < cols || xs_->size() < cols / 32 * 8)
+    throw ModelError("int8 x buffers hold " + std::to_string(xq_->size()) + " columns, " + std::to_string(cols) + " needed");
+  const gpu::Pipeline& q = k_.get({"quantize_q8", {}, {{"COLS", cols}}});
+  Dispatch d;
+  d.pipeline = d.single = &q;
+  d.single_group = k_.device().bind(q, {*xq_, *xs_, x}, "quantize_q8:" + x.label());
+  d.single_groups = (cols / 32 + 63) / 64;
+  d.single_only = true, d.always_single = one_token;
+  d.role = d.single_role = "quantize_q8";
+  g_.ops.push_back(std::move(d));
 }
 
 void GraphBuilder::use_split_k(const gpu::Buffer& scratch, uint32_t max_tokens, uint32_t ksplit) {

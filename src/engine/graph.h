@@ -25,7 +25,7 @@ enum class Grid {
 };
 
 // Which of a dispatch's kernels a pass runs (Dispatch::variant).
-enum class Variant { Main, Single, Few, Split };
+enum class Variant { Main, Single, Few, Split, Skip };
 
 struct Dispatch {
   const gpu::Pipeline* pipeline = nullptr;  // null: a copy
@@ -37,6 +37,7 @@ struct Dispatch {
   gpu::BindGroup single_group;
   uint32_t single_groups = 0;
   bool always_single = false;  // the pass has one token whatever its length (the LM head of the last one)
+  bool single_only = false;    // longer passes skip it (quantize_q8 feeds only the matvec)
   // A variant for passes of 2..few_max tokens (short prompts, prefill chunks): few_blocks groups per
   // group of few_tokens tokens.
   const gpu::Pipeline* few = nullptr;
@@ -82,6 +83,11 @@ class GraphBuilder {
   // matmuls share it, which is safe as the dispatches of a pass run in order. ksplit: force this split
   // on every matrix (tests); 0: choose_ksplit's rule.
   void use_split_k(const gpu::Buffer& scratch, uint32_t max_tokens, uint32_t ksplit = 0);
+  // Single-token matvecs on quantized weights (q8_x_type) first quantize x to int8 units
+  // (quantize_q8.wgsl) in xq (cols bytes) and xs (cols / 32 pairs of floats), then dot them with
+  // dot4I8Packed, as llama.cpp's matvecs do; the others, and every longer pass, read x as f32.
+  void use_q8_x(const gpu::Buffer& xq, const gpu::Buffer& xs) { xq_ = &xq, xs_ = &xs; }
+  static bool q8_x_type(GgmlType t);
   static constexpr uint32_t kSplitMaxTokens = 64;  // the GEMM's token tile
   static uint64_t split_k_scratch_bytes(uint32_t max_tokens);
   // Groups per tile along K for a matrix of row_tiles tiles and `units` 32-column steps; 1: no split.
@@ -118,6 +124,9 @@ class GraphBuilder {
   bool few_tokens_kernel_ = false;
   const gpu::Buffer* split_scratch_ = nullptr;
   uint32_t split_max_ = 0, split_force_ = 0;
+  const gpu::Buffer* xq_ = nullptr;
+  const gpu::Buffer* xs_ = nullptr;
+  void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token);
   void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                    const std::map<std::string, double>& gemm_constants, uint32_t row_tiles);
   void add(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, Grid grid, uint32_t a, uint32_t bb = 0,

@@ -1,5 +1,6 @@
 #include "reference/ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ztvm::ref {
@@ -44,6 +45,17 @@ std::vector<float> matmul(const WeightRef& w, const std::vector<float>& x) {
     for (size_t t = 0; t < T; t++) y[t * w.rows + r] = (float)dot(row, &x[t * w.cols]);
   }
   return y;
+}
+
+std::vector<float> quantize_q8(const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+    float amax = 0.f;
+    for (size_t i = 0; i < 32; i++) amax = std::max(amax, std::fabs(x[b + i]));
+    const float inv = amax > 0.f ? 127.f / amax : 0.f, d = amax / 127.f;
+    for (size_t i = 0; i < 32; i++) out[b + i] = d * std::nearbyint(x[b + i] * inv);
+  }
+  return out;
 }
 
 std::vector<float> gated_matmul(const WeightRef& gate, const WeightRef& up, const std::vector<float>& x) {

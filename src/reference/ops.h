@@ -22,6 +22,9 @@ std::vector<float> embed(const WeightRef& table, const std::vector<int32_t>& ids
 std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>& w, uint32_t d, float eps);
 // y[t, r] = W[r] . x[t]  (y is [T, W.rows])
 std::vector<float> matmul(const WeightRef& w, const std::vector<float>& x);
+// x as the decode matvec sees it on quantized weights (quantize_q8.wgsl): per 32 elements,
+// d = max|x| / 127 and x ~ d * round(x / d). Returns d * q (x.size() % 32 == 0).
+std::vector<float> quantize_q8(const std::vector<float>& x);
 // h[t, r] = silu(gate[r] . x[t]) * (up[r] . x[t])
 std::vector<float> gated_matmul(const WeightRef& gate, const WeightRef& up, const std::vector<float>& x);
 

@@ -1,0 +1,20 @@
+// Dot of Q4_0 block u with an int8 x unit (x_q8.wgsl). Word i of the nibbles holds elements 4i..4i+3
+// in its low nibbles and 4i+16.. in its high ones; the offset -8 is folded in once: d_w d_x (q.x - 8 s).
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+  let b = row_byte + u * 18u;
+  let k = (b + 2u) >> 2u;
+  let sh = ((b + 2u) & 3u) * 8u;
+  let w0 = w[k];
+  let w1 = w[k + 1u];
+  let w2 = w[k + 2u];
+  let w3 = w[k + 3u];
+  let w4 = w[k + 4u];  // past the block when aligned (robust access keeps the last one in bounds)
+  let q = vec4u(w_funnel(w0, w1, sh), w_funnel(w1, w2, sh), w_funnel(w2, w3, sh), w_funnel(w3, w4, sh));
+  let lo = q & vec4u(0x0F0F0F0Fu);
+  let hi = (q >> vec4u(4u)) & vec4u(0x0F0F0F0Fu);
+  let xl = (*xu).lo;
+  let xh = (*xu).hi;
+  let s = dot4I8Packed(lo.x, xl.x) + dot4I8Packed(lo.y, xl.y) + dot4I8Packed(lo.z, xl.z) + dot4I8Packed(lo.w, xl.w) +
+          dot4I8Packed(hi.x, xh.x) + dot4I8Packed(hi.y, xh.y) + dot4I8Packed(hi.z, xh.z) + dot4I8Packed(hi.w, xh.w);
+  return w_f16(b) * (*xu).d * (f32(s) - 8.0 * (*xu).s);
+}

@@ -1,0 +1,9 @@
+// The matvec's input as f32: a 32-element unit is 8 vec4s, loaded once per unit by each lane.
+@group(0) @binding(1) var<storage, read> xv: array<vec4f>;
+
+alias XUnit = array<vec4f, 8>;
+fn x_unit(u: u32) -> XUnit {
+  var v: XUnit;
+  for (var i = 0u; i < 8u; i++) { v[i] = xv[u * 8u + i]; }
+  return v;
+}
