@@ -1,6 +1,7 @@
 // Merges attention's split partials: out = sum_s o_s e^(m_s - M) / sum_s l_s e^(m_s - M).
 // One workgroup per (token, head).
 //!include common
+//!include XOUT
 
 override HD: u32;
 override NH: u32;
@@ -9,6 +10,7 @@ override SPLIT: u32;
 @group(0) @binding(0) var<storage, read_write> att: array<f32>;  // [T, NH*HD]
 @group(0) @binding(1) var<storage, read> part: array<f32>;
 @group(0) @binding(2) var<uniform> step: Step;
+const XQ_BINDING = 3u;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -33,5 +35,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       acc += part[pb + d] * exp(part[pb + HD] - mx);
     }
     att[t * NH * HD + h * HD + d] = acc / l;
+  }
+  if (EMIT_Q8) {  // one-token passes only (GraphBuilder): t == 0; this head's HD / 32 units
+    storageBarrier();
+    for (var u = lid; u < HD / 32u; u += 64u) {
+      var v: array<vec4f, 8>;
+      for (var i = 0u; i < 8u; i++) {
+        let e = h * HD + u * 32u + i * 4u;
+        v[i] = vec4f(att[e], att[e + 1u], att[e + 2u], att[e + 3u]);
+      }
+      store_q8(h * HD / 32u + u, &v);
+    }
   }
 }

@@ -1,5 +1,6 @@
 // y[t] = x[t] / sqrt(mean(x[t]^2) + EPS) * weight. One workgroup per token.
 //!include common
+//!include XOUT
 
 override D: u32;
 override EPS: f32;
@@ -8,6 +9,7 @@ override EPS: f32;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> weight: array<f32>;
 @group(0) @binding(3) var<uniform> step: Step;
+const XQ_BINDING = 4u;
 
 var<workgroup> red: array<f32, 256>;
 
@@ -26,4 +28,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let inv = inverseSqrt(red[0] / f32(D) + EPS);
   for (var i = lid; i < D; i += 256u) { y[t * D + i] = x[t * D + i] * inv * weight[i]; }
+  if (EMIT_Q8) {  // one-token passes only (GraphBuilder): t == 0
+    storageBarrier();
+    for (var u = lid; u < D / 32u; u += 256u) {
+      var v: array<vec4f, 8>;
+      for (var i = 0u; i < 8u; i++) {
+        let e = u * 32u + i * 4u;
+        v[i] = vec4f(y[e], y[e + 1u], y[e + 2u], y[e + 3u]);
+      }
+      store_q8(u, &v);
+    }
+  }
 }

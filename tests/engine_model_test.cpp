@@ -38,6 +38,20 @@ TEST_P(StoriesModel, GpuLogitsMatchCpuReference) {
   EXPECT_LT(e, 1e-9);
 }
 
+// One-token passes (chunk 1) take the decode path: quantized matmuls read x as int8 units.
+TEST_P(StoriesModel, OneTokenPassesMatchInt8CpuTwin) {
+  auto model = open_model(kDir + GetParam());
+  Forward fwd(device(), *model, 64, 1);
+  std::vector<float> gpu = Generator(fwd).logits(kIds);
+  std::vector<float> cpu = ref::forward_logits(*model, kIds, true);
+  double e = nmse(gpu, cpu), e_f32 = nmse(gpu, ref::forward_logits(*model, kIds));
+  std::printf("  %s: one-token passes vs int8-x CPU twin NMSE %.3g (vs f32-x reference %.3g)\n", GetParam(), e, e_f32);
+  EXPECT_LT(e, 1e-8);
+  if (std::string(GetParam()).find("f32") == std::string::npos) {
+    EXPECT_GT(e_f32, 100 * e);  // the int8 path ran
+  }
+}
+
 TEST_P(StoriesModel, ChunkedPrefillEqualsTokenByToken) {
   auto model = open_model(kDir + GetParam());
   Forward chunked(device(), *model, 128, 16);

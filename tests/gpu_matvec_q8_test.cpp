@@ -111,3 +111,30 @@ TEST(Int8Matvec, LongerPassesKeepF32) {
     EXPECT_LT(nmse(got, ref::matmul(w.ref(), x)), 1e-10) << "T=" << T;
   }
 }
+
+// add_rmsnorm right before the matvec stores its output as int8 units itself (x_out_q8.wgsl): no
+// quantize_q8 dispatch, same result as the twin (rmsnorm, then quantize_q8, then the matmul).
+TEST(Int8Matvec, NormEmitsUnitsForTheNextMatvec) {
+  gpu::Kernels k(device());
+  const uint32_t d = 512;
+  EncodedMatrix w(GgmlType::Q4_K, 96, d, 41);
+  Matrix m = upload_matrix(device(), "test.w", {&w.view});
+  std::vector<float> a = random_vec(d, 42), bres = random_vec(d, 43), nw = random_vec(d, 44, 0.3f);
+  gpu::Buffer ab = upload("test.a", a), bb = upload("test.b", bres), nwb = upload("test.norm", nw);
+  gpu::Buffer xb = device().buffer("test.xb", d * 4), sum = device().buffer("test.sum", d * 4);
+  gpu::Buffer y = device().buffer("test.y", 96 * 4), step = step_buffer(0, 1);
+  gpu::Buffer xq = device().buffer("test.xq", d), xs = device().buffer("test.xs", d / 32 * 8);
+  Graph g;
+  GraphBuilder b(k, g, step);
+  b.use_q8_x(xq, xs);
+  b.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
+  b.matmul(y, xb, m);
+  ASSERT_EQ(g.ops.size(), 2u);
+  EXPECT_EQ(g.ops[0].single_role, "add_rmsnorm_q8");
+  run(g, 0, 1);
+  std::vector<float> s(d);
+  for (uint32_t i = 0; i < d; i++) s[i] = a[i] + bres[i];
+  const std::vector<float> normed = ref::rmsnorm(s, nw, d, 1e-5f);
+  EXPECT_LT(nmse(read(xb, d), normed), 1e-12);  // the f32 output is still written
+  EXPECT_LT(nmse(read(y, 96), ref::matmul(w.ref(), ref::quantize_q8(normed))), 1e-9);
+}

@@ -97,12 +97,38 @@ void GraphBuilder::embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Mat
 }
 
 void GraphBuilder::rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps) {
-  add({"rmsnorm", {}, {{"D", d}, {"EPS", eps}}}, {y, x, w, *step_}, Grid::PerToken, 1);
+  const gpu::KernelKey key{"rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}}};
+  add(key, {y, x, w, *step_}, Grid::PerToken, 1);
+  if (d % 32 == 0) q8_producer(y, key, {y, x, w, *step_});
 }
 
 void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
                                const gpu::Buffer& w, uint32_t d, float eps) {
-  add({"add_rmsnorm", {}, {{"D", d}, {"EPS", eps}}}, {y, sum, a, b, w, *step_}, Grid::PerToken, 1);
+  const gpu::KernelKey key{"add_rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}}};
+  add(key, {y, sum, a, b, w, *step_}, Grid::PerToken, 1);
+  if (d % 32 == 0) q8_producer(y, key, {y, sum, a, b, w, *step_});
+}
+
+void GraphBuilder::q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b) {
+  q8_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, key, b});
+}
+
+// When the dispatch just added produced x, its one-token variant stores x as int8 units too.
+bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x) {
+  if (q8_producer_.empty()) return false;
+  Q8Producer& p = q8_producer_[0];
+  if (p.op + 1 != g_.ops.size() || p.y != &x) return false;
+  gpu::KernelKey key = p.key;
+  key.includes["XOUT"] = "x_out_q8";
+  std::vector<gpu::Binding> b = p.bindings;
+  b.push_back(*xq_), b.push_back(*xs_);
+  const gpu::Pipeline& pl = k_.get(key);
+  Dispatch& d = g_.ops[p.op];
+  d.single = &pl;
+  d.single_group = k_.device().bind(pl, b, key.kernel + "_q8:" + x.label());
+  d.single_groups = d.a;  // Grid::PerToken with one token
+  d.single_role = d.role + "_q8";
+  return true;
 }
 
 void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride,
@@ -110,7 +136,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
   if (one_token && w.cols % 32 != 0) throw ModelError("LM head width " + std::to_string(w.cols) + " is not a multiple of 32");
   const bool q8 = xq_ && w.cols % 32 == 0 &&
                   std::any_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
-  if (q8) add_quantize_q8(x, w.cols, one_token);
+  if (q8 && (one_token || !emit_q8_from_producer(x))) add_quantize_q8(x, w.cols, one_token);
   for (const MatrixPart& p : w.parts) {
     std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
@@ -239,8 +265,9 @@ void GraphBuilder::attention(const gpu::Buffer& part, const gpu::Buffer& q, cons
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
-  add({"attention_combine", {}, {{"HD", s.hd}, {"NH", s.nh}, {"SPLIT", s.split}}}, {att, part, *step_},
-      Grid::PerToken, s.nh);
+  const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}}, {{"HD", s.hd}, {"NH", s.nh}, {"SPLIT", s.split}}};
+  add(key, {att, part, *step_}, Grid::PerToken, s.nh);
+  if (s.hd % 32 == 0) q8_producer(att, key, {att, part, *step_});  // a head's output is whole units
 }
 
 void GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part,

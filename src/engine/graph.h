@@ -126,6 +126,17 @@ class GraphBuilder {
   uint32_t split_max_ = 0, split_force_ = 0;
   const gpu::Buffer* xq_ = nullptr;
   const gpu::Buffer* xs_ = nullptr;
+  // The last dispatch, when it is a kernel that can also store its output y as int8 units (XOUT:
+  // x_out_q8.wgsl): a matvec right after it on y then needs no quantize_q8 dispatch.
+  struct Q8Producer {
+    size_t op;
+    const gpu::Buffer* y;
+    gpu::KernelKey key;
+    std::vector<gpu::Binding> bindings;
+  };
+  std::vector<Q8Producer> q8_producer_;  // empty or one
+  void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b);
+  bool emit_q8_from_producer(const gpu::Buffer& x);
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token);
   void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                    const std::map<std::string, double>& gemm_constants, uint32_t row_tiles);

@@ -2,6 +2,8 @@
 
 #include "reference/ops.h"
 
+#include <cmath>
+
 namespace ztvm::ref {
 
 static WeightRef weight(const ModelFile& m, const std::string& name) {
@@ -13,7 +15,18 @@ static std::vector<float> vec(const ModelFile& m, const std::string& name) {
   return weight(m, name).row(0);
 }
 
-std::vector<float> forward_logits(const ModelFile& m, const std::vector<int32_t>& ids) {
+std::vector<float> forward_logits(const ModelFile& m, const std::vector<int32_t>& ids, bool int8_x) {
+  auto matmul = [int8_x](const WeightRef& w, const std::vector<float>& x) {
+    const bool q8 = int8_x && w.cols % 32 == 0 &&
+                    (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
+                     w.type == GgmlType::Q6_K);
+    return ref::matmul(w, q8 ? quantize_q8(x) : x);
+  };
+  auto gated_matmul = [&](const WeightRef& gate, const WeightRef& up, const std::vector<float>& x) {
+    std::vector<float> g = matmul(gate, x), u = matmul(up, x);
+    for (size_t i = 0; i < g.size(); i++) g[i] = (float)(g[i] / (1.0 + std::exp(-(double)g[i])) * u[i]);
+    return g;
+  };
   const ModelConfig& c = m.config;
   const uint32_t T = (uint32_t)ids.size(), d = c.hidden_size, hd = c.head_dim;
   const uint32_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, qkvw = (nh + 2 * nkv) * hd;

@@ -1,0 +1,14 @@
+// For kernels whose output feeds a decode matvec on quantized weights (add_rmsnorm, rmsnorm,
+// attention_combine): they also store one token's output as int8 units (x_q8.wgsl), saving a
+// quantize_q8 dispatch. The kernel sets XQ_BINDING to its first free binding.
+//!include q8_pack
+@group(0) @binding(XQ_BINDING) var<storage, read_write> xq: array<vec4u>;
+@group(0) @binding(XQ_BINDING + 1) var<storage, read_write> xs: array<vec2f>;
+
+const EMIT_Q8 = true;
+fn store_q8(u: u32, v: ptr<function, array<vec4f, 8>>) {
+  let q = q8_pack(v);
+  xq[2u * u] = q.lo;
+  xq[2u * u + 1u] = q.hi;
+  xs[u] = q.ds;
+}
