@@ -1,16 +1,19 @@
-// The residual step: sum = a + b (the new residual stream), y = rmsnorm(sum) * weight.
-// Residuals ping-pong between buffers: WebGPU forbids reading and writing one buffer in two bindings.
+// The residual step: sum = a + b (the new residual stream), y = rmsnorm(sum) * weight. One workgroup
+// per token. Thread i owns 32-element units i, i + 256, ... loaded as 8 vec4s at once, and keeps its
+// first unit in registers between the two passes; the thread that normalised a unit also packs its
+// int8 form (XOUT). Residuals ping-pong between buffers: WebGPU forbids reading and writing one
+// buffer in two bindings. Needs D % 4 == 0.
 //!include common
 //!include XOUT
 
 override D: u32;
 override EPS: f32;
 
-@group(0) @binding(0) var<storage, read_write> y: array<f32>;
-@group(0) @binding(1) var<storage, read_write> sum: array<f32>;
-@group(0) @binding(2) var<storage, read> a: array<f32>;
-@group(0) @binding(3) var<storage, read> b: array<f32>;
-@group(0) @binding(4) var<storage, read> weight: array<f32>;
+@group(0) @binding(0) var<storage, read_write> y: array<vec4f>;
+@group(0) @binding(1) var<storage, read_write> sum: array<vec4f>;
+@group(0) @binding(2) var<storage, read> a: array<vec4f>;
+@group(0) @binding(3) var<storage, read> b: array<vec4f>;
+@group(0) @binding(4) var<storage, read> weight: array<vec4f>;
 @group(0) @binding(5) var<uniform> step: Step;
 const XQ_BINDING = 6u;
 
@@ -21,11 +24,21 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let t = flat_group(wid, nwg);
   if (t >= step.n_tokens) { return; }
+  let units = (D + 31u) / 32u;
+  let quads = D / 4u;
+  let base = t * quads;
+  var first: array<vec4f, 8>;  // this thread's first unit
   var ss = 0.0;
-  for (var i = lid; i < D; i += 256u) {
-    let v = a[t * D + i] + b[t * D + i];
-    sum[t * D + i] = v;
-    ss += v * v;
+  for (var u = lid; u < units; u += 256u) {
+    for (var i = 0u; i < 8u; i++) {
+      let k = u * 8u + i;
+      if (k < quads) {
+        let v = a[base + k] + b[base + k];
+        sum[base + k] = v;
+        ss += dot(v, v);
+        if (u == lid) { first[i] = v; }
+      }
+    }
   }
   red[lid] = ss;
   workgroupBarrier();
@@ -34,16 +47,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();
   }
   let inv = inverseSqrt(red[0] / f32(D) + EPS);
-  for (var i = lid; i < D; i += 256u) { y[t * D + i] = sum[t * D + i] * inv * weight[i]; }
-  if (EMIT_Q8) {  // one-token passes only (GraphBuilder): t == 0
-    storageBarrier();
-    for (var u = lid; u < D / 32u; u += 256u) {
-      var v: array<vec4f, 8>;
-      for (var i = 0u; i < 8u; i++) {
-        let e = u * 32u + i * 4u;
-        v[i] = vec4f(y[e], y[e + 1u], y[e + 2u], y[e + 3u]);
+  for (var u = lid; u < units; u += 256u) {
+    var v: array<vec4f, 8>;
+    for (var i = 0u; i < 8u; i++) {
+      let k = u * 8u + i;
+      if (k < quads) {
+        var s: vec4f;
+        if (u == lid) { s = first[i]; } else { s = sum[base + k]; }  // later units: written above by this thread
+        v[i] = s * inv * weight[k];
+        y[base + k] = v[i];
       }
-      store_q8(u, &v);
     }
+    if (EMIT_Q8) { store_q8(t * units + u, &v); }  // only with D % 32 == 0 (GraphBuilder)
   }
 }

@@ -36,15 +36,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     att[t * NH * HD + h * HD + d] = acc / l;
   }
-  if (EMIT_Q8) {  // one-token passes only (GraphBuilder): t == 0; this head's HD / 32 units
+  if (EMIT_Q8) {  // passes short enough for the matvec (GraphBuilder); this head's HD / 32 units
     storageBarrier();
     for (var u = lid; u < HD / 32u; u += 64u) {
       var v: array<vec4f, 8>;
       for (var i = 0u; i < 8u; i++) {
-        let e = h * HD + u * 32u + i * 4u;
+        let e = t * NH * HD + h * HD + u * 32u + i * 4u;
         v[i] = vec4f(att[e], att[e + 1u], att[e + 2u], att[e + 3u]);
       }
-      store_q8(h * HD / 32u + u, &v);
+      store_q8((t * NH * HD + h * HD) / 32u + u, &v);
     }
   }
 }

@@ -1,6 +1,11 @@
-// Dot of Q4_0 block u with an int8 x unit (x_q8.wgsl). Word i of the nibbles holds elements 4i..4i+3
-// in its low nibbles and 4i+16.. in its high ones; the offset -8 is folded in once: d_w d_x (q.x - 8 s).
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+// Q4_0 block u against an int8 x unit (x_q8.wgsl). Word i of the nibbles holds elements 4i..4i+3 in
+// its low nibbles and 4i+16.. in its high ones; the offset -8 is folded in once: d_w d_x (q.x - 8 s).
+struct WUnit {
+  lo: vec4u,  // elements 0..15 as bytes 0..15
+  hi: vec4u,  // elements 16..31
+  d: f32,
+}
+fn w_load(row_byte: u32, u: u32) -> WUnit {
   let b = row_byte + u * 18u;
   let k = (b + 2u) >> 2u;
   let sh = ((b + 2u) & 3u) * 8u;
@@ -10,11 +15,18 @@ fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   let w3 = w[k + 3u];
   let w4 = w[k + 4u];  // past the block when aligned (robust access keeps the last one in bounds)
   let q = vec4u(w_funnel(w0, w1, sh), w_funnel(w1, w2, sh), w_funnel(w2, w3, sh), w_funnel(w3, w4, sh));
-  let lo = q & vec4u(0x0F0F0F0Fu);
-  let hi = (q >> vec4u(4u)) & vec4u(0x0F0F0F0Fu);
+  return WUnit(q & vec4u(0x0F0F0F0Fu), (q >> vec4u(4u)) & vec4u(0x0F0F0F0Fu), w_f16(b));
+}
+fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
+  let lo = (*wu).lo;
+  let hi = (*wu).hi;
   let xl = (*xu).lo;
   let xh = (*xu).hi;
   let s = dot4I8Packed(lo.x, xl.x) + dot4I8Packed(lo.y, xl.y) + dot4I8Packed(lo.z, xl.z) + dot4I8Packed(lo.w, xl.w) +
           dot4I8Packed(hi.x, xh.x) + dot4I8Packed(hi.y, xh.y) + dot4I8Packed(hi.z, xh.z) + dot4I8Packed(hi.w, xh.w);
-  return w_f16(b) * (*xu).d * (f32(s) - 8.0 * (*xu).s);
+  return (*wu).d * (*xu).d * (f32(s) - 8.0 * (*xu).s);
+}
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+  var wu = w_load(row_byte, u);
+  return w_dot_x(&wu, xu);
 }

@@ -1,15 +1,30 @@
-// Dot of 32-element sub-block u of a Q4_K row (weight_q4_k.wgsl) with an int8 x unit (x_q8.wgsl):
-// d*scale*d_x*(q.x) - dmin*min*d_x*s, the nibbles masked a word at a time into dot4I8Packed.
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+// 32-element sub-block u of a Q4_K row (weight_q4_k.wgsl) against an int8 x unit (x_q8.wgsl):
+// d_x (d*scale q.x - dmin*min s), the nibbles masked a word at a time into dot4I8Packed.
+struct WUnit {
+  lo: vec4u,    // elements 0..15 as bytes
+  hi: vec4u,    // elements 16..31
+  scale: f32,   // d * scale_j
+  minv: f32,    // dmin * min_j
+}
+fn w_load(row_byte: u32, u: u32) -> WUnit {
   let b = row_byte + (u / 8u) * 144u;
   let j = u % 8u;
-  let sm = q4k_scale_min(b + 4u, j);
+  let sm = q4k_scale_min(b + 4u, j);  // from weight_q4_k.wgsl
   let q = ((b + 16u) >> 2u) + (j / 2u) * 8u;  // Q4_K blocks are 4-byte aligned
-  let shift = (j % 2u) * 4u;
+  let shift = vec4u((j % 2u) * 4u);
+  let m = vec4u(0x0F0F0F0Fu);
+  return WUnit((vec4u(w[q], w[q + 1u], w[q + 2u], w[q + 3u]) >> shift) & m,
+               (vec4u(w[q + 4u], w[q + 5u], w[q + 6u], w[q + 7u]) >> shift) & m,
+               w_f16(b) * f32(sm.x), w_f16(b + 2u) * f32(sm.y));
+}
+fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
   var s = 0;
-  for (var i = 0u; i < 8u; i++) {
-    s += dot4I8Packed((w[q + i] >> shift) & 0x0F0F0F0Fu, x_word(xu, i));
+  for (var i = 0u; i < 4u; i++) {
+    s += dot4I8Packed((*wu).lo[i], (*xu).lo[i]) + dot4I8Packed((*wu).hi[i], (*xu).hi[i]);
   }
-  let dx = (*xu).d;
-  return w_f16(b) * f32(sm.x) * dx * f32(s) - w_f16(b + 2u) * f32(sm.y) * dx * (*xu).s;
+  return (*xu).d * ((*wu).scale * f32(s) - (*wu).minv * (*xu).s);
+}
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+  var wu = w_load(row_byte, u);
+  return w_dot_x(&wu, xu);
 }

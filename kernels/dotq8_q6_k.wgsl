@@ -1,7 +1,13 @@
-// Dot of 32-element sub-block u of a Q6_K row (weight_q6_k.wgsl) with an int8 x unit (x_q8.wgsl).
-// The 6-bit codes (0..63) are assembled a word at a time; the offset -32 and the two 16-element
-// scales are applied to the two halves' integer sums.
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+// 32-element sub-block u of a Q6_K row (weight_q6_k.wgsl) against an int8 x unit (x_q8.wgsl). The
+// 6-bit codes (0..63) are assembled a word at a time; the offset -32 and the two 16-element scales
+// are applied to the two halves' integer sums.
+struct WUnit {
+  lo: vec4u,  // codes of elements 0..15 as bytes
+  hi: vec4u,  // elements 16..31
+  s0: f32,    // d * scale of elements 0..15
+  s1: f32,    // d * scale of elements 16..31
+}
+fn w_load(row_byte: u32, u: u32) -> WUnit {
   let b = row_byte + (u / 8u) * 210u;
   let jj = u % 8u;
   let n = jj / 4u;
@@ -14,19 +20,29 @@ fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   let sh = (ql & 3u) * 8u;
   let l0 = ql >> 2u;
   let h0 = qh >> 2u;
-  var s0 = 0;
-  var s1 = 0;
+  var code: array<u32, 8>;
   for (var i = 0u; i < 8u; i++) {
     let lw = w_funnel(w[l0 + i], w[l0 + i + 1u], sh) >> lo_shift;
     let hw = w_funnel(w[h0 + i], w[h0 + i + 1u], sh) >> (2u * k);
-    let code = (lw & 0x0F0F0F0Fu) | ((hw & 0x03030303u) << 4u);
-    let p = dot4I8Packed(code, x_word(xu, i));
-    if (i < 4u) { s0 += p; } else { s1 += p; }
+    code[i] = (lw & 0x0F0F0F0Fu) | ((hw & 0x03030303u) << 4u);
   }
-  let x0 = x_half_sum(xu, 0u);
+  let d = w_f16(b + 208u);
+  return WUnit(vec4u(code[0], code[1], code[2], code[3]), vec4u(code[4], code[5], code[6], code[7]),
+               d * f32(extractBits(i32(w_u8(sc)), 0u, 8u)), d * f32(extractBits(i32(w_u8(sc + 1u)), 0u, 8u)));
+}
+fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
+  var s0 = 0;
+  var s1 = 0;
+  var x0 = 0;
+  for (var i = 0u; i < 4u; i++) {
+    s0 += dot4I8Packed((*wu).lo[i], (*xu).lo[i]);
+    s1 += dot4I8Packed((*wu).hi[i], (*xu).hi[i]);
+    x0 += dot4I8Packed((*xu).lo[i], 0x01010101u);
+  }
   let x1 = i32((*xu).s) - x0;
-  let d = w_f16(b + 208u) * (*xu).d;
-  let c0 = f32(extractBits(i32(w_u8(sc)), 0u, 8u));
-  let c1 = f32(extractBits(i32(w_u8(sc + 1u)), 0u, 8u));
-  return d * (c0 * f32(s0 - 32 * x0) + c1 * f32(s1 - 32 * x1));
+  return (*xu).d * ((*wu).s0 * f32(s0 - 32 * x0) + (*wu).s1 * f32(s1 - 32 * x1));
+}
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+  var wu = w_load(row_byte, u);
+  return w_dot_x(&wu, xu);
 }

@@ -1,15 +1,28 @@
-// Dot of Q8_0 block u (34 bytes: f16 d, 32 int8) with an int8 x unit (x_q8.wgsl): 8 dot4I8Packed.
-// The 32 bytes start 0 or 2 bytes into a word; 9 words are loaded and realigned with w_funnel.
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+// Q8_0 block u (34 bytes: f16 d, 32 int8) against an int8 x unit (x_q8.wgsl): 8 dot4I8Packed. The
+// 32 bytes start 0 or 2 bytes into a word; 9 words are loaded and realigned with w_funnel.
+struct WUnit {
+  lo: vec4u,  // elements 0..15
+  hi: vec4u,  // elements 16..31
+  d: f32,
+}
+fn w_load(row_byte: u32, u: u32) -> WUnit {
   let b = row_byte + u * 34u;
   let k = (b + 2u) >> 2u;
   let sh = ((b + 2u) & 3u) * 8u;
+  var q: array<u32, 9>;  // the 9th word is past the block when aligned (robust access keeps it in bounds)
+  for (var i = 0u; i < 9u; i++) { q[i] = w[k + i]; }
+  return WUnit(vec4u(w_funnel(q[0], q[1], sh), w_funnel(q[1], q[2], sh), w_funnel(q[2], q[3], sh), w_funnel(q[3], q[4], sh)),
+               vec4u(w_funnel(q[4], q[5], sh), w_funnel(q[5], q[6], sh), w_funnel(q[6], q[7], sh), w_funnel(q[7], q[8], sh)),
+               w_f16(b));
+}
+fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
   var s = 0;
-  var prev = w[k];
-  for (var i = 0u; i < 8u; i++) {
-    let next = w[k + i + 1u];  // the 9th word is past the block when aligned (robust access keeps it in bounds)
-    s += dot4I8Packed(w_funnel(prev, next, sh), x_word(xu, i));
-    prev = next;
+  for (var i = 0u; i < 4u; i++) {
+    s += dot4I8Packed((*wu).lo[i], (*xu).lo[i]) + dot4I8Packed((*wu).hi[i], (*xu).hi[i]);
   }
-  return w_f16(b) * (*xu).d * f32(s);
+  return (*wu).d * (*xu).d * f32(s);
+}
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+  var wu = w_load(row_byte, u);
+  return w_dot_x(&wu, xu);
 }

@@ -28,15 +28,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let inv = inverseSqrt(red[0] / f32(D) + EPS);
   for (var i = lid; i < D; i += 256u) { y[t * D + i] = x[t * D + i] * inv * weight[i]; }
-  if (EMIT_Q8) {  // one-token passes only (GraphBuilder): t == 0
+  if (EMIT_Q8) {  // passes short enough for the matvec (GraphBuilder)
     storageBarrier();
     for (var u = lid; u < D / 32u; u += 256u) {
       var v: array<vec4f, 8>;
       for (var i = 0u; i < 8u; i++) {
-        let e = u * 32u + i * 4u;
+        let e = t * D + u * 32u + i * 4u;
         v[i] = vec4f(y[e], y[e + 1u], y[e + 2u], y[e + 3u]);
       }
-      store_q8(u, &v);
+      store_q8(t * (D / 32u) + u, &v);
     }
   }
 }

@@ -2,8 +2,9 @@
 @group(0) @binding(1) var<storage, read> xv: array<vec4f>;
 
 alias XUnit = array<vec4f, 8>;
-fn x_unit(u: u32) -> XUnit {
+fn x_unit(t: u32, u: u32) -> XUnit {
   var v: XUnit;
-  for (var i = 0u; i < 8u; i++) { v[i] = xv[u * 8u + i]; }
+  let b = t * (COLS / 4u) + u * 8u;
+  for (var i = 0u; i < 8u; i++) { v[i] = xv[b + i]; }
   return v;
 }

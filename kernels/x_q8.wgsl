@@ -3,6 +3,7 @@
 // bytes per unit instead of 128, and the dots run as dot4I8Packed on whole words.
 @group(0) @binding(1) var<storage, read> xq: array<vec4u>;
 @group(0) @binding(3) var<storage, read> xs: array<vec2f>;
+const STEP_BINDING = 4u;
 
 struct XUnit {
   lo: vec4u,  // elements 0..15, four per word, element 4i in the low byte of word i
@@ -10,17 +11,9 @@ struct XUnit {
   d: f32,
   s: f32,
 }
-fn x_unit(u: u32) -> XUnit {
-  let ds = xs[u];
-  return XUnit(xq[2u * u], xq[2u * u + 1u], ds.x, ds.y);
-}
-// Word i (0..7) of the unit: elements 4i..4i+3.
-fn x_word(xu: ptr<function, XUnit>, i: u32) -> u32 {
-  return select((*xu).hi[i & 3u], (*xu).lo[i & 3u], i < 4u);
-}
-// Sum of the q in words [i0, i0 + 4).
-fn x_half_sum(xu: ptr<function, XUnit>, i0: u32) -> i32 {
-  var s = 0;
-  for (var i = i0; i < i0 + 4u; i++) { s += dot4I8Packed(x_word(xu, i), 0x01010101u); }
-  return s;
+// Unit u of token t: tokens are COLS / 32 units apart.
+fn x_unit(t: u32, u: u32) -> XUnit {
+  let i = t * (COLS / 32u) + u;
+  let ds = xs[i];
+  return XUnit(xq[2u * i], xq[2u * i + 1u], ds.x, ds.y);
 }

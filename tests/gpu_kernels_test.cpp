@@ -39,9 +39,12 @@ TEST(Kernels, EmbedMatchesCpu) {
   }
 }
 
-TEST(Kernels, RmsNormAndAddRmsNormMatchCpu) {
+// 300: a partial last unit; 8260: more units than add_rmsnorm's 256 threads.
+class NormTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(NormTest, RmsNormAndAddRmsNormMatchCpu) {
   gpu::Kernels k(device());
-  const uint32_t d = 300, T = 4;
+  const uint32_t d = GetParam(), T = 4;
   std::vector<float> a = random_vec(T * d, 7), b = random_vec(T * d, 8), w = random_vec(d, 9);
   gpu::Buffer ab = upload("test.a", a), bb = upload("test.b", b), wb = upload("test.w", w);
   gpu::Buffer y = device().buffer("test.y", T * d * 4), sum = device().buffer("test.sum", T * d * 4);
@@ -58,6 +61,8 @@ TEST(Kernels, RmsNormAndAddRmsNormMatchCpu) {
   EXPECT_EQ(read(sum, T * d), s);
   EXPECT_LT(nmse(read(y2, T * d), ref::rmsnorm(s, w, d, 1e-5f)), 1e-12);
 }
+
+INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(300u, 8260u));
 
 // RoPE + KV append + split-K paged attention over a chunk at a non-zero position, with a shuffled
 // page table, several splits, GQA, both RoPE styles, QK-norm and bias.

@@ -1,6 +1,7 @@
-// The decode matvec with x quantized to int8 (GraphBuilder::use_q8_x: quantize_q8.wgsl, then the
-// dotq8_<type>.wgsl dots) against its CPU twin, ref::matmul of ref::quantize_q8(x). Longer passes
-// of the same graph skip the quantization and must still give the f32 GEMM's result.
+// The matvec with x quantized to int8 (GraphBuilder::use_q8_x: quantize_q8.wgsl, then the
+// dotq8_<type>.wgsl dots), for one token and for token groups in short passes, against its CPU twin,
+// ref::matmul of ref::quantize_q8(x). Longer passes of the same graph skip the quantization and
+// must still give the f32 GEMM's result.
 #include <gtest/gtest.h>
 
 #include "gpu_kernels_rig.h"
@@ -15,15 +16,17 @@ struct Q8Case {
   uint32_t rows, cols;
 };
 
-// y for a one-token pass (and, for T > 1, a longer one) of a graph built with int8 x.
+// y for a pass of T tokens of a graph built with int8 x for passes of up to max_tokens.
 std::vector<float> run_matmul(gpu::Kernels& k, Graph& g, const Matrix& m, const std::vector<float>& x, uint32_t T,
-                              size_t out) {
+                              size_t out, uint32_t max_tokens = 1, uint32_t tt = 8, uint32_t rpl = 1,
+                              uint32_t lanes = 16) {
   const uint32_t cols = (uint32_t)(x.size() / T);
   gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.y", out * 4);
-  gpu::Buffer xq = device().buffer("test.xq", cols), xs = device().buffer("test.xs", cols / 32 * 8);
+  gpu::Buffer xq = device().buffer("test.xq", (size_t)std::max(T, max_tokens) * cols);
+  gpu::Buffer xs = device().buffer("test.xs", (size_t)std::max(T, max_tokens) * cols / 32 * 8);
   gpu::Buffer step = step_buffer(0, T);
   GraphBuilder b(k, g, step);
-  b.use_q8_x(xq, xs);
+  b.use_q8_x(xq, xs, max_tokens, tt, rpl, lanes);
   b.matmul(y, xb, m);
   run(g, 0, T);
   return read(y, out);
@@ -106,7 +109,7 @@ TEST(Int8Matvec, LongerPassesKeepF32) {
   for (uint32_t T : {5u, 70u}) {
     std::vector<float> x = random_vec((size_t)T * 256, 32 + T);
     Graph g;
-    std::vector<float> got = run_matmul(k, g, m, x, T, (size_t)T * 70);
+    std::vector<float> got = run_matmul(k, g, m, x, T, (size_t)T * 70, 4);  // int8 x up to 4 tokens
     EXPECT_EQ(g.ops[0].variant(T), Variant::Skip);
     EXPECT_LT(nmse(got, ref::matmul(w.ref(), x)), 1e-10) << "T=" << T;
   }
@@ -137,4 +140,82 @@ TEST(Int8Matvec, NormEmitsUnitsForTheNextMatvec) {
   const std::vector<float> normed = ref::rmsnorm(s, nw, d, 1e-5f);
   EXPECT_LT(nmse(read(xb, d), normed), 1e-12);  // the f32 output is still written
   EXPECT_LT(nmse(read(y, 96), ref::matmul(w.ref(), ref::quantize_q8(normed))), 1e-9);
+}
+
+// Short passes: token groups of TT through the int8 matvec (Variant::Few), plain and gated, with
+// partial last groups, several rows per lane, and columns enough for 64 lanes.
+struct TokensCase {
+  GgmlType type;
+  uint32_t rows, cols, tt, rpl, lanes;
+};
+class Int8TokensTest : public ::testing::TestWithParam<TokensCase> {};
+
+TEST_P(Int8TokensTest, PlainAndGatedMatchCpuTwin) {
+  const TokensCase c = GetParam();
+  gpu::Kernels k(device());
+  EncodedMatrix w(c.type, c.rows, c.cols, 51), gate(c.type, 38, c.cols, 52), up(c.type, 38, c.cols, 53);
+  Matrix plain = upload_matrix(device(), "test.w", {&w.view});
+  Matrix gated = upload_gated(device(), "test.gate_up", gate.view, up.view);
+  for (uint32_t T : {2u, 35u, 64u}) {
+    std::vector<float> x = random_vec((size_t)T * c.cols, 54 + T);
+    const std::vector<float> xq = ref::quantize_q8(x);
+    for (bool is_gated : {false, true}) {
+      const std::vector<float> want =
+          is_gated ? ref::gated_matmul(gate.ref(), up.ref(), xq) : ref::matmul(w.ref(), xq);
+      Graph g;
+      std::vector<float> got = run_matmul(k, g, is_gated ? gated : plain, x, T, want.size(), 64, c.tt, c.rpl, c.lanes);
+      ASSERT_EQ(g.ops.size(), 2u);
+      EXPECT_EQ(g.ops[0].variant(T), Variant::Single);  // quantize_q8, every token
+      EXPECT_EQ(g.ops[1].variant(T), Variant::Few);
+      EXPECT_EQ(g.ops[1].variant(1), Variant::Single);
+      EXPECT_EQ(g.ops[1].variant(65), Variant::Main);
+      EXPECT_LT(nmse(got, want), 1e-9) << type_name(c.type) << (is_gated ? " gated" : " plain") << " T=" << T;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    QuantTypes, Int8TokensTest,
+    ::testing::Values(TokensCase{GgmlType::Q4_0, 70, 768, 8, 1, 8}, TokensCase{GgmlType::Q4_0, 37, 4096, 16, 1, 16},
+                      TokensCase{GgmlType::Q8_0, 70, 256, 4, 2, 8}, TokensCase{GgmlType::Q4_K, 70, 512, 8, 2, 16},
+                      TokensCase{GgmlType::Q6_K, 33, 512, 8, 1, 32}),
+    [](const auto& info) {
+      return std::string(type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
+             std::to_string(info.param.cols) + "_TT" + std::to_string(info.param.tt) + "_RPL" +
+             std::to_string(info.param.rpl) + "_L" + std::to_string(info.param.lanes);
+    });
+
+// A matrix of two parts (types differ, as a mixed QKV): each part's token-group matvec writes its rows
+// at its Y_OFFSET within rows of the full width; the producer (add_rmsnorm) stores every token's units.
+TEST(Int8Matvec, TokenGroupsWriteEachPartAtItsOffset) {
+  gpu::Kernels k(device());
+  const uint32_t cols = 512, T = 35;
+  EncodedMatrix a(GgmlType::Q4_0, 40, cols, 61), b(GgmlType::Q6_K, 27, cols, 62);
+  Matrix m = upload_matrix(device(), "test.qkv", {&a.view, &b.view});
+  ASSERT_EQ(m.parts.size(), 2u);
+  std::vector<float> r0 = random_vec((size_t)T * cols, 63), r1 = random_vec((size_t)T * cols, 64);
+  std::vector<float> nw = random_vec(cols, 65, 0.3f);
+  gpu::Buffer ab = upload("test.a", r0), bb = upload("test.b", r1), nwb = upload("test.norm", nw);
+  gpu::Buffer xb = device().buffer("test.xb", (size_t)T * cols * 4), sum = device().buffer("test.sum", (size_t)T * cols * 4);
+  gpu::Buffer y = device().buffer("test.y", (size_t)T * 67 * 4), step = step_buffer(0, T);
+  gpu::Buffer xq = device().buffer("test.xq", (size_t)64 * cols), xs = device().buffer("test.xs", (size_t)64 * cols / 32 * 8);
+  Graph g;
+  GraphBuilder gb(k, g, step);
+  gb.use_q8_x(xq, xs, 64);
+  gb.add_rmsnorm(xb, sum, ab, bb, nwb, cols, 1e-5f);
+  gb.matmul(y, xb, m);
+  ASSERT_EQ(g.ops.size(), 3u);  // the norm (emitting units), one matvec per part
+  EXPECT_EQ(g.ops[0].variant(T), Variant::Single);
+  EXPECT_EQ(g.ops[0].variant(65), Variant::Main);
+  run(g, 0, T);
+  std::vector<float> s(r0.size());
+  for (size_t i = 0; i < s.size(); i++) s[i] = r0[i] + r1[i];
+  const std::vector<float> xq_ref = ref::quantize_q8(ref::rmsnorm(s, nw, cols, 1e-5f));
+  const std::vector<float> ya = ref::matmul(a.ref(), xq_ref), yb = ref::matmul(b.ref(), xq_ref);
+  std::vector<float> want;
+  for (uint32_t t = 0; t < T; t++) {
+    want.insert(want.end(), ya.begin() + t * 40, ya.begin() + (t + 1) * 40);
+    want.insert(want.end(), yb.begin() + t * 27, yb.begin() + (t + 1) * 27);
+  }
+  EXPECT_LT(nmse(read(y, want.size()), want), 1e-9);
 }

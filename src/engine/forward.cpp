@@ -8,6 +8,12 @@
 namespace ztvm {
 
 static constexpr uint32_t kSplit = 64;   // KV positions per attention split: parallelism at short contexts
+// Passes of up to kQ8MaxTokens tokens run the matvec on int8 x (graph.h use_q8_x): groups of
+// kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes the f32
+// GEMM. Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): 8 tokens x 1 row x 16 lanes
+// beat 32 lanes by 5-10%, 4 or 16 tokens and 2 rows by 10-40%; at 512 tokens the int8 matvec only
+// matched the GEMM.
+static constexpr uint32_t kQ8MaxTokens = 64, kQ8TokensPerGroup = 8, kQ8RowsPerLane = 1, kQ8Lanes = 16;
 
 std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
   const uint32_t half = c.rotary_dim / 2;
@@ -50,8 +56,8 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
   s_.x_last = dev.buffer("state.x_last", d * F);
   const uint64_t widest = std::max({d, c.intermediate_size, nh * hd});  // the widest matvec input
-  s_.xq = dev.buffer("state.xq", (widest + 15) / 16 * 16);
-  s_.xqs = dev.buffer("state.xqs", widest / 32 * 8 + 8);
+  s_.xq = dev.buffer("state.xq", q8_tokens() * widest + 16);
+  s_.xqs = dev.buffer("state.xqs", q8_tokens() * widest / 32 * 8 + 8);
   s_.logits = dev.buffer("state.logits", T * c.vocab_size * F);
   s_.argmax_part = dev.buffer("state.argmax_part", GraphBuilder::kArgmaxParts * 8);
   std::vector<float> rope = rope_table(c, max_context);
@@ -71,13 +77,15 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
 
 Forward::~Forward() = default;
 
+uint32_t Forward::q8_tokens() const { return std::max(1u, std::min(max_chunk_, kQ8MaxTokens)); }
+
 void Forward::build(Head head) {
   const ModelConfig& c = cfg_;
   const Weights& w = *w_;
   State& s = s_;
   GraphBuilder g(kernels_, graphs_[(int)head], s.step);
   g.use_split_k(s.gemm_part, split_tokens());                 // short chunks: split K on small matrices
-  g.use_q8_x(s.xq, s.xqs);                                    // decode: int8 x for quantized weights
+  g.use_q8_x(s.xq, s.xqs, q8_tokens(), kQ8TokensPerGroup, kQ8RowsPerLane, kQ8Lanes);  // short passes: int8 x, matvec
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};

@@ -54,6 +54,7 @@ class Forward {
   void build(Head head);
   // Passes up to this long may run the split-K GEMM (one token tile).
   uint32_t split_tokens() const { return std::min(max_chunk_, GraphBuilder::kSplitMaxTokens); }
+  uint32_t q8_tokens() const;  // the longest pass that reads int8 x (forward.cpp)
   struct State {
     gpu::Buffer step, step_last;      // uniforms: StepParams for the pass, and for its last token only
     gpu::Buffer sampling;             // uniform: SamplingUniform

@@ -7,14 +7,6 @@
 
 namespace ztvm {
 
-// matmul_tokens: tokens per workgroup (weights are read once per this many), weight rows per lane
-// (each x value loaded from workgroup memory feeds this many rows), row groups of 16 lanes per
-// workgroup, and the longest pass it serves (the default prefill chunk; longer ones use gemm).
-static constexpr uint32_t kFewTokens = 8, kFewWeightRows = 2, kFewRowGroups = 8, kFewMaxTokens = 64;
-static_assert(kFewTokens % 4 == 0 && kFewWeightRows % 2 == 0, "matmul_tokens: token quads, gate|up pairs");
-static_assert(kFewWeightRows <= 8 && kFewWeightRows * kFewTokens <= 64, "matmul_tokens: its register arrays");
-static_assert(kFewWeightRows * kFewRowGroups <= 32, "matmul_tokens: the lane partials must fit the x stage");
-
 // Split-K GEMM (bench/EXPERIMENTS.md): a chunk of <= 64 tokens is one token tile, so the unsplit grid is
 // just the row tiles, 32 for a 2048-row matrix against the H200's 132 SMs. Matrices under
 // kSplitBelowTiles tiles (2 per SM) split K so the grid nears kSplitGroups (~4 per SM), each split
@@ -38,8 +30,9 @@ std::string weight_snippet(GgmlType t) {
 }
 
 Variant Dispatch::variant(uint32_t n_tokens) const {
-  if (single_only) return n_tokens == 1 || always_single ? Variant::Single : Variant::Skip;
-  if (single && (n_tokens == 1 || always_single)) return Variant::Single;
+  const bool use_single = single && (n_tokens <= single_max || always_single);
+  if (single_only) return use_single ? Variant::Single : Variant::Skip;
+  if (use_single) return Variant::Single;
   if (few && n_tokens <= few_max) return Variant::Few;
   if (split && n_tokens <= split_max) return Variant::Split;
   return Variant::Main;
@@ -54,7 +47,8 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
     }
     switch (d.variant(n_tokens)) {
       case Variant::Single:
-        rec.dispatch(*d.single, d.single_group, d.single_groups, 1, d.single_role, d.bytes);
+        rec.dispatch(*d.single, d.single_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
+                     d.single_role, d.bytes);
         continue;
       case Variant::Few:
         rec.dispatch(*d.few, d.few_group, d.few_blocks * ((n_tokens + d.few_tokens - 1) / d.few_tokens), 1,
@@ -104,6 +98,7 @@ void GraphBuilder::rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu
 
 void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
                                const gpu::Buffer& w, uint32_t d, float eps) {
+  if (d % 4 != 0) throw ModelError("hidden size " + std::to_string(d) + " is not a multiple of 4");
   const gpu::KernelKey key{"add_rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}}};
   add(key, {y, sum, a, b, w, *step_}, Grid::PerToken, 1);
   if (d % 32 == 0) q8_producer(y, key, {y, sum, a, b, w, *step_});
@@ -114,7 +109,7 @@ void GraphBuilder::q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, 
 }
 
 // When the dispatch just added produced x, its one-token variant stores x as int8 units too.
-bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x) {
+bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens) {
   if (q8_producer_.empty()) return false;
   Q8Producer& p = q8_producer_[0];
   if (p.op + 1 != g_.ops.size() || p.y != &x) return false;
@@ -126,7 +121,8 @@ bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x) {
   Dispatch& d = g_.ops[p.op];
   d.single = &pl;
   d.single_group = k_.device().bind(pl, b, key.kernel + "_q8:" + x.label());
-  d.single_groups = d.a;  // Grid::PerToken with one token
+  d.single_groups = d.a;  // Grid::PerToken
+  d.single_per_token = true, d.single_max = max_tokens;
   d.single_role = d.role + "_q8";
   return true;
 }
@@ -136,7 +132,13 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
   if (one_token && w.cols % 32 != 0) throw ModelError("LM head width " + std::to_string(w.cols) + " is not a multiple of 32");
   const bool q8 = xq_ && w.cols % 32 == 0 &&
                   std::any_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
-  if (q8 && (one_token || !emit_q8_from_producer(x))) add_quantize_q8(x, w.cols, one_token);
+  const uint32_t q8_max = one_token ? 1 : q8_max_;  // the longest pass that reads int8 x
+  if (q8) {
+    const uint64_t units = (uint64_t)q8_max * w.cols / 32;
+    if (xq_->size() < units * 32 || xs_->size() < units * 8)
+      throw ModelError("int8 x buffers hold " + std::to_string(xq_->size()) + " bytes, " + std::to_string(units * 32) + " needed");
+    if (one_token || !emit_q8_from_producer(x, q8_max)) add_quantize_q8(x, w.cols, one_token, q8_max);
+  }
   for (const MatrixPart& p : w.parts) {
     std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
@@ -145,42 +147,41 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     add({"gemm", {{"WEIGHT", weight_snippet(p.type)}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0,
         p.buf.size());
     if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
-    if (w.cols % 32 == 0) {  // decode: the matvec kernel (rows of whole 32-element units)
-      // Rows per lane group: enough workgroups to fill a large GPU on short matrices, x reuse on long ones.
-      // Thresholds and lane counts measured on the H200 (bench/EXPERIMENTS.md, 2026-11-30): x reuse
-      // pays from 2048 rows; 64 lanes per row keep more loads in flight on long rows.
-      const uint32_t rpl = p.rows >= 8192 ? 4 : p.rows >= 2048 ? 2 : 1;
-      const uint32_t lanes = w.cols >= 4096 ? 64 : 32;
-      std::map<std::string, double> mc = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0}, {"RPL", rpl},
-                                          {"LANES", lanes}, {"WG", 2 * lanes}};
-      if (w.gated) mc["GATED"] = 1;
-      std::string snippet = weight_snippet(p.type);
-      const bool int8_x = q8 && q8_x_type(p.type);
-      const gpu::Pipeline& mv = k_.get({"matvec",
-                                        {{"WEIGHT", snippet}, {"XIN", int8_x ? "x_q8" : "x_f32"},
-                                         {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}},
-                                        mc});
+    if (w.cols % 32 != 0) continue;
+    // Decode: the matvec kernel (rows of whole 32-element units). Rows per lane group: enough
+    // workgroups to fill a large GPU on short matrices, x reuse on long ones. Thresholds and lane
+    // counts measured on the H200 (bench/EXPERIMENTS.md, 2026-11-30): x reuse pays from 2048 rows;
+    // 64 lanes per row keep more loads in flight on long rows.
+    const bool int8_x = q8 && q8_x_type(p.type);
+    const uint32_t lanes = w.cols >= 4096 ? 64 : 32;
+    auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
+      std::map<std::string, double> mc = c;
+      const uint32_t lanes_here = tt == 1 ? lanes : q8_lanes_, wg = tt == 1 ? 2 * lanes : 64;
+      mc["RPL"] = rpl, mc["LANES"] = lanes_here, mc["WG"] = wg;
+      if (tt > 1) mc["TT"] = tt;
+      const std::string snippet = weight_snippet(p.type);
+      std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
+                                                {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
+      if (tt == 1) inc["XIN"] = int8_x ? "x_q8" : "x_f32";
+      const gpu::Pipeline& mv = k_.get({tt == 1 ? "matvec" : "matvec_tokens", inc, mc});
       Dispatch& d = g_.ops.back();
-      d.single = &mv;
-      d.single_group = int8_x ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_}, "matvec_q8:" + y.label())
-                              : k_.device().bind(mv, {y, x, p.buf}, "matvec:" + y.label());
-      d.single_groups = (p.rows + 2 * rpl - 1) / (2 * rpl);  // 2 lane groups per workgroup
-      d.always_single = one_token;
-      d.single_role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) + (w.gated ? "_gated" : "");
-      if (one_token || !few_tokens_kernel_) continue;
-      // Short passes: the matvec widened to token groups (matmul_tokens.wgsl), weights read once per
-      // kFewTokens tokens. A gated output row is two weight rows (gate, up).
-      const uint32_t few_rpl = w.gated ? kFewWeightRows / 2 : kFewWeightRows;
-      std::map<std::string, double> fc = c;
-      fc["RPL"] = few_rpl, fc["TT"] = kFewTokens, fc["ROW_GROUPS"] = kFewRowGroups;
-      const gpu::Pipeline& few = k_.get({"matmul_tokens", {{"WEIGHT", snippet}}, fc});
-      d.few = &few;
-      d.few_group = k_.device().bind(few, {y, x, p.buf, *step_}, "matmul_tokens:" + y.label());
-      d.few_blocks = (p.rows + kFewRowGroups * few_rpl - 1) / (kFewRowGroups * few_rpl);
-      d.few_tokens = kFewTokens;
-      d.few_max = kFewMaxTokens;
-      d.few_role = "matmul_tokens_" + snippet.substr(7) + (w.gated ? "_gated" : "");
-    }
+      gpu::BindGroup bg = tt > 1    ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_, *step_}, kind + ":" + y.label())
+                          : int8_x ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_}, kind + ":" + y.label())
+                                   : k_.device().bind(mv, {y, x, p.buf}, kind + ":" + y.label());
+      const std::string role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) + (w.gated ? "_gated" : "");
+      if (tt == 1) {
+        d.single = &mv, d.single_group = std::move(bg), d.single_role = role;
+        d.single_groups = (p.rows + 2 * rpl - 1) / (2 * rpl);  // 2 lane groups per workgroup
+      } else {
+        d.few = &mv, d.few_group = std::move(bg), d.few_role = role + "_tokens";
+        const uint32_t rows_per_group = wg / lanes_here * rpl;
+        d.few_blocks = (p.rows + rows_per_group - 1) / rows_per_group, d.few_tokens = tt, d.few_max = q8_max;
+      }
+      return d;
+    };
+    matvec(p.rows >= 8192 ? 4 : p.rows >= 2048 ? 2 : 1, 1, int8_x ? "matvec_q8" : "matvec").always_single = one_token;
+    // Short passes: the same kernel over groups of tokens, each weight unit fetched once per group.
+    if (int8_x && q8_max > 1) matvec(q8_rpl_, q8_tt_, "matvec_q8_tokens");
   }
 }
 
@@ -188,15 +189,14 @@ bool GraphBuilder::q8_x_type(GgmlType t) {
   return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
 }
 
-// One token's x -> int8 units in xq/xs, before the matvecs that read them (single-token passes only).
-void GraphBuilder::add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token) {
-  if (xq_->size() < cols || xs_->size() < cols / 32 * 8)
-    throw ModelError("int8 x buffers hold " + std::to_string(xq_->size()) + " columns, " + std::to_string(cols) + " needed");
+// x -> int8 units in xq/xs (every token of passes up to max_tokens), before the matvecs that read them.
+void GraphBuilder::add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens) {
   const gpu::Pipeline& q = k_.get({"quantize_q8", {}, {{"COLS", cols}}});
   Dispatch d;
   d.pipeline = d.single = &q;
-  d.single_group = k_.device().bind(q, {*xq_, *xs_, x}, "quantize_q8:" + x.label());
+  d.single_group = k_.device().bind(q, {*xq_, *xs_, x, *step_}, "quantize_q8:" + x.label());
   d.single_groups = (cols / 32 + 63) / 64;
+  d.single_per_token = true, d.single_max = max_tokens;
   d.single_only = true, d.always_single = one_token;
   d.role = d.single_role = "quantize_q8";
   g_.ops.push_back(std::move(d));

@@ -3,6 +3,7 @@
 // allocates nothing: per-pass values (position, token count) live in the `step` uniform buffers.
 #pragma once
 #include <map>
+#include <stdexcept>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,14 +33,16 @@ struct Dispatch {
   gpu::BindGroup group;
   Grid grid = Grid::Fixed;
   uint32_t a = 1, b = 0;
-  // A variant for single-token passes (decode), with a fixed grid of `single_groups`.
+  // A variant for passes of up to single_max tokens (decode: 1), with a grid of `single_groups`
+  // (per token when single_per_token).
   const gpu::Pipeline* single = nullptr;
   gpu::BindGroup single_group;
-  uint32_t single_groups = 0;
+  uint32_t single_groups = 0, single_max = 1;
+  bool single_per_token = false;
   bool always_single = false;  // the pass has one token whatever its length (the LM head of the last one)
   bool single_only = false;    // longer passes skip it (quantize_q8 feeds only the matvec)
-  // A variant for passes of 2..few_max tokens (short prompts, prefill chunks): few_blocks groups per
-  // group of few_tokens tokens.
+  // A variant for passes of 2..few_max tokens (short prompts): the matvec on int8 x, few_blocks
+  // groups per group of few_tokens tokens.
   const gpu::Pipeline* few = nullptr;
   gpu::BindGroup few_group;
   uint32_t few_blocks = 0, few_tokens = 0, few_max = 0;
@@ -75,18 +78,23 @@ class GraphBuilder {
   GraphBuilder(gpu::Kernels& k, Graph& g, const gpu::Buffer& step) : k_(k), g_(g), step_(&step) {}
   // Later dispatches read this step buffer (the LM head of one token uses a separate one).
   void use_step(const gpu::Buffer& step) { step_ = &step; }
-  // Passes of 2..64 tokens through matmul_tokens.wgsl instead of the tiled GEMM. Off: on the H200 it
-  // measured 2-3x slower than the GEMM (bench/EXPERIMENTS.md); kept, tested, for the next attempt.
-  void use_few_tokens_kernel(bool on) { few_tokens_kernel_ = on; }
   // Passes of up to max_tokens (<= 64: one token tile) tokens split K on matrices with too few row
   // tiles to fill the GPU. scratch (split_k_scratch_bytes(max_tokens)) holds the partials; all later
   // matmuls share it, which is safe as the dispatches of a pass run in order. ksplit: force this split
   // on every matrix (tests); 0: choose_ksplit's rule.
   void use_split_k(const gpu::Buffer& scratch, uint32_t max_tokens, uint32_t ksplit = 0);
-  // Single-token matvecs on quantized weights (q8_x_type) first quantize x to int8 units
-  // (quantize_q8.wgsl) in xq (cols bytes) and xs (cols / 32 pairs of floats), then dot them with
-  // dot4I8Packed, as llama.cpp's matvecs do; the others, and every longer pass, read x as f32.
-  void use_q8_x(const gpu::Buffer& xq, const gpu::Buffer& xs) { xq_ = &xq, xs_ = &xs; }
+  // Matmuls on quantized weights (q8_x_type) in passes of up to max_tokens tokens first quantize x to
+  // int8 units (quantize_q8.wgsl, or the kernel that produced x) in xq (max_tokens * cols bytes) and
+  // xs (max_tokens * cols / 32 pairs of floats), then run the matvec on them with dot4I8Packed, as
+  // llama.cpp's matvecs do: one token, or tokens_per_group tokens per workgroup for 2..max_tokens.
+  // Other weights, and longer passes, read x as f32 (the GEMM).
+  void use_q8_x(const gpu::Buffer& xq, const gpu::Buffer& xs, uint32_t max_tokens = 1, uint32_t tokens_per_group = 8,
+                uint32_t rows_per_lane = 1, uint32_t lanes = 16) {
+    if (2 * rows_per_lane * tokens_per_group > 32) throw std::invalid_argument("matvec: 2 x rows x tokens exceeds its 32 sums");
+    if (rows_per_lane * tokens_per_group > lanes || lanes > 64 || (lanes & (lanes - 1)))
+      throw std::invalid_argument("matvec_tokens: lanes must be a power of two <= 64 and >= rows x tokens");
+    xq_ = &xq, xs_ = &xs, q8_max_ = max_tokens, q8_tt_ = tokens_per_group, q8_rpl_ = rows_per_lane, q8_lanes_ = lanes;
+  }
   static bool q8_x_type(GgmlType t);
   static constexpr uint32_t kSplitMaxTokens = 64;  // the GEMM's token tile
   static uint64_t split_k_scratch_bytes(uint32_t max_tokens);
@@ -121,11 +129,11 @@ class GraphBuilder {
   void copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width);
 
  private:
-  bool few_tokens_kernel_ = false;
   const gpu::Buffer* split_scratch_ = nullptr;
   uint32_t split_max_ = 0, split_force_ = 0;
   const gpu::Buffer* xq_ = nullptr;
   const gpu::Buffer* xs_ = nullptr;
+  uint32_t q8_max_ = 1, q8_tt_ = 8, q8_rpl_ = 1, q8_lanes_ = 16;
   // The last dispatch, when it is a kernel that can also store its output y as int8 units (XOUT:
   // x_out_q8.wgsl): a matvec right after it on y then needs no quantize_q8 dispatch.
   struct Q8Producer {
@@ -136,8 +144,8 @@ class GraphBuilder {
   };
   std::vector<Q8Producer> q8_producer_;  // empty or one
   void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b);
-  bool emit_q8_from_producer(const gpu::Buffer& x);
-  void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token);
+  bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens);
+  void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
   void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                    const std::map<std::string, double>& gemm_constants, uint32_t row_tiles);
   void add(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, Grid grid, uint32_t a, uint32_t bb = 0,

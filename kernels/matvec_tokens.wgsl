@@ -1,0 +1,57 @@
+// y[t] = W x[t] for the tokens of a short pass (2..64), x as int8 units (x_q8.wgsl): matvec.wgsl
+// with a group of TT tokens per workgroup. Each lane decodes a weight unit of a row once (w_load,
+// from the dotq8_<type>.wgsl snippet) and dots it with that unit of each of its TT tokens, so the
+// weights are read from memory once per TT tokens instead of once per token.
+//!include common
+//!include WEIGHT
+//!include x_q8
+//!include DOT
+//!include matvec_sums
+
+override ROWS: u32;
+override COLS: u32;
+override Y_OFFSET: u32 = 0u;
+override Y_STRIDE: u32;     // floats between tokens in y
+override GATED: bool = false;
+
+override RPL: u32 = 1u;     // rows per lane group
+override LANES: u32 = 16u;  // lanes per group: few, so each lane has several units to work through
+override WG: u32 = 64u;     // WG / LANES lane groups per workgroup
+override TT: u32 = 8u;      // tokens per workgroup: 2 * RPL * TT <= 32 and RPL * TT <= LANES
+
+@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(STEP_BINDING) var<uniform> step: Step;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  // Neighbouring workgroups take the same rows for other tokens, so the weights stay in L2 between them.
+  let token_groups = (step.n_tokens + TT - 1u) / TT;
+  let g = flat_group(wid, nwg);
+  let t0 = (g % token_groups) * TT;
+  let nt = min(TT, step.n_tokens - t0);
+  let lane = lid % LANES;
+  let row0 = ((g / token_groups) * (WG / LANES) + lid / LANES) * RPL;
+  var acc: array<f32, 32>;  // [half][token][row]
+  let units = COLS / 32u;
+  let rb = w_row_bytes();
+  for (var u = lane; u < units; u += LANES) {
+    for (var j = 0u; j < RPL; j++) {
+      let r = row0 + j;
+      if (r < ROWS) {
+        var wu = w_load(r * rb, u);
+        var wg = wu;
+        if (GATED) { wg = w_load((r + ROWS) * rb, u); }
+        for (var t = 0u; t < TT; t++) {  // a constant trip count keeps acc in registers
+          if (t < nt) {
+            var xu = x_unit(t0 + t, u);
+            acc[t * RPL + j] += w_dot_x(&wu, &xu);
+            if (GATED) { acc[(TT + t) * RPL + j] += w_dot_x(&wg, &xu); }
+          }
+        }
+      }
+    }
+  }
+  write_sums(&acc, lid, row0, t0, nt);
+}
