@@ -69,13 +69,14 @@ INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(300u, 8260u));
 struct AttnCase {
   bool neox, qk_norm, bias;
   uint32_t rot;
+  bool grouped = false;  // force the kernel that serves a KV head's 4 query heads in one workgroup
 };
 class AttentionTest : public ::testing::TestWithParam<AttnCase> {};
 
 TEST_P(AttentionTest, MatchesCpu) {
   const AttnCase ac = GetParam();
   gpu::Kernels k(device());
-  const uint32_t hd = 32, nh = 4, nkv = 2, page = 4, split = 16, ctx = 64;
+  const uint32_t hd = 32, nh = 8, nkv = 2, page = 4, split = 16, ctx = 64;
   const uint32_t pos0 = 37, T = 6, qkvw = (nh + 2 * nkv) * hd, kvw = nkv * hd;
   const float theta = 10000.f, eps = 1e-6f;
   ModelConfig cfg;
@@ -118,6 +119,8 @@ TEST_P(AttentionTest, MatchesCpu) {
   gb.rope_kv(q, kcb, vcb, qkv, auxb, rope, pageb, gs);
   gb.attention(part, q, kcb, vcb, pageb, gs);
   gb.attention_combine(att, part, gs);
+  ASSERT_NE(g.ops[1].grouped, nullptr);
+  if (ac.grouped) g.ops[1].grouped_min = 0;
   run(g, pos0, T);
 
   std::vector<float> want_q, want_att;
@@ -143,11 +146,13 @@ TEST_P(AttentionTest, MatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionTest,
                          ::testing::Values(AttnCase{false, false, false, 32}, AttnCase{true, false, false, 32},
                                            AttnCase{true, true, false, 32}, AttnCase{true, false, true, 16},
-                                           AttnCase{false, false, true, 8}),
+                                           AttnCase{false, false, true, 8}, AttnCase{false, false, false, 32, true},
+                                           AttnCase{true, true, true, 16, true}),
                          [](const auto& info) {
                            const AttnCase& c = info.param;
                            return std::string(c.neox ? "neox" : "normal") + (c.qk_norm ? "_qknorm" : "") +
-                                  (c.bias ? "_bias" : "") + "_rot" + std::to_string(c.rot);
+                                  (c.bias ? "_bias" : "") + "_rot" + std::to_string(c.rot) +
+                                  (c.grouped ? "_grouped" : "");
                          });
 
 TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {

@@ -15,6 +15,7 @@ namespace ztvm {
 // Qwen3-4B 35-token prompt (its 304-tile gate|up now splits too) and by 1.5% on Llama-3.2-1B.
 static constexpr uint32_t kSplitBelowTiles = 528, kSplitGroups = 2048, kSplitMinUnits = 4, kSplitMaxK = 32;
 static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
+static constexpr uint32_t kAttnGroupedMin = 256;  // workgroups (about 2 per H200 SM) before grouping heads
 
 std::string weight_snippet(GgmlType t) {
   switch (t) {
@@ -66,7 +67,15 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       case Grid::Fixed: break;
       case Grid::PerToken: groups = d.a * n_tokens; break;
       case Grid::GemmTiles: groups = d.a * tiles; break;
-      case Grid::AttentionSplits: groups = d.a * n_tokens * ((pos0 + n_tokens + d.b - 1) / d.b); break;
+      case Grid::AttentionSplits: {
+        const uint32_t splits = (pos0 + n_tokens + d.b - 1) / d.b;
+        if (d.grouped && d.grouped_a * n_tokens * splits >= d.grouped_min) {
+          rec.dispatch(*d.grouped, d.grouped_group, d.grouped_a * n_tokens * splits, 1, d.role, d.bytes);
+          continue;
+        }
+        groups = d.a * n_tokens * splits;
+        break;
+      }
     }
     rec.dispatch(*d.pipeline, d.group, groups, 1, d.role, d.bytes);
   }
@@ -258,10 +267,25 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
 
 void GraphBuilder::attention(const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
                              const gpu::Buffer& v_cache, const gpu::Buffer& pages, const AttnShape& s) {
-  add({"attention", {},
-       {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SPLIT", s.split},
-        {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
-      {part, q, k_cache, v_cache, pages, *step_}, Grid::AttentionSplits, s.nh, s.split);
+  if (s.hd % 4 != 0 || s.hd > 256) throw ModelError("attention: head size " + std::to_string(s.hd) + " is not a multiple of 4 up to 256");
+  auto key = [&](uint32_t g) -> gpu::KernelKey {
+    return {"attention", {},
+            {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SPLIT", s.split}, {"G", g},
+             {"SCALE", 1.0 / std::sqrt((double)s.hd)}}};
+  };
+  const std::vector<gpu::Binding> b = {part, q, k_cache, v_cache, pages, *step_};
+  add(key(1), b, Grid::AttentionSplits, s.nh, s.split);  // a workgroup per query head
+  // The query heads of one KV head together (up to 8: the kernel's register arrays), once there are
+  // kAttnGroupedMin workgroups that way (H200, bench/EXPERIMENTS.md: at 163 positions the grouped
+  // kernel lost 12% of decode speed, at 4k it won 11%).
+  uint32_t g = s.nh / s.nkv;
+  while (g > 8) g = (g % 2 == 0) ? g / 2 : 1;
+  if (g < 2) return;
+  const gpu::Pipeline& p = k_.get(key(g));
+  Dispatch& d = g_.ops.back();
+  d.grouped = &p;
+  d.grouped_group = k_.device().bind(p, b, "attention_grouped:" + part.label());
+  d.grouped_a = s.nh / g, d.grouped_min = kAttnGroupedMin;
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {

@@ -57,6 +57,12 @@ struct Dispatch {
   uint32_t ksplit = 0, split_max = 0, reduce_blocks = 0;
   std::string split_role;
   Variant variant(uint32_t n_tokens) const;
+  // Attention's variant with the query heads of a KV head in one workgroup (grouped_a groups per token
+  // and split), used once a pass has at least grouped_min workgroups that way: it reads the cache once
+  // per KV head, but at short contexts it would leave the GPU idle.
+  const gpu::Pipeline* grouped = nullptr;
+  gpu::BindGroup grouped_group;
+  uint32_t grouped_a = 0, grouped_min = 0;
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
