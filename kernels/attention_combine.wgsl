@@ -1,5 +1,7 @@
 // Merges attention's split partials: out = sum_s o_s e^(m_s - M) / sum_s l_s e^(m_s - M).
-// One workgroup per (token, head).
+// One workgroup per (token, head). The splits' maxima and sums are read in parallel (thread s takes
+// splits s, s + 64, ...) and reduced in workgroup memory; then each chunk of 64 splits gets its
+// weights e^(m_s - M) / L computed once, and every thread adds up its dims over the chunk.
 //!include common
 //!include XOUT
 
@@ -12,6 +14,21 @@ override SPLIT: u32;
 @group(0) @binding(2) var<uniform> step: Step;
 const XQ_BINDING = 3u;
 
+var<workgroup> red: array<f32, 64>;
+var<workgroup> wts: array<f32, 64>;  // weights of the current chunk of splits
+
+fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
+  red[lid] = v;
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s >>= 1u) {
+    if (lid < s) { red[lid] = select(red[lid] + red[lid + s], max(red[lid], red[lid + s]), is_max); }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
@@ -22,19 +39,30 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (t >= step.n_tokens) { return; }
   let base = (t * NH + h) * n_splits * (HD + 2u);
   var mx = -1e30;
-  for (var s = 0u; s < n_splits; s++) { mx = max(mx, part[base + s * (HD + 2u) + HD]); }
+  for (var s = lid; s < n_splits; s += 64u) { mx = max(mx, part[base + s * (HD + 2u) + HD]); }
+  mx = reduce(lid, mx, true);
   var l = 0.0;
-  for (var s = 0u; s < n_splits; s++) {
+  for (var s = lid; s < n_splits; s += 64u) {
     let pb = base + s * (HD + 2u);
     l += part[pb + HD + 1u] * exp(part[pb + HD] - mx);
   }
-  for (var d = lid; d < HD; d += 64u) {
-    var acc = 0.0;
-    for (var s = 0u; s < n_splits; s++) {
-      let pb = base + s * (HD + 2u);
-      acc += part[pb + d] * exp(part[pb + HD] - mx);
+  let inv_l = 1.0 / reduce(lid, l, false);
+  var acc: array<f32, 4>;  // dims lid, lid + 64, lid + 128, lid + 192
+  for (var c = 0u; c < n_splits; c += 64u) {
+    let n = min(64u, n_splits - c);
+    if (lid < n) { wts[lid] = exp(part[base + (c + lid) * (HD + 2u) + HD] - mx) * inv_l; }
+    workgroupBarrier();
+    for (var j = 0u; j < 4u; j++) {
+      let d = lid + j * 64u;
+      if (d < HD) {
+        for (var s = 0u; s < n; s++) { acc[j] += part[base + (c + s) * (HD + 2u) + d] * wts[s]; }
+      }
     }
-    att[t * NH * HD + h * HD + d] = acc / l;
+    workgroupBarrier();
+  }
+  for (var j = 0u; j < 4u; j++) {
+    let d = lid + j * 64u;
+    if (d < HD) { att[t * NH * HD + h * HD + d] = acc[j]; }
   }
   if (EMIT_Q8) {  // passes short enough for the matvec (GraphBuilder); this head's HD / 32 units
     storageBarrier();

@@ -70,14 +70,15 @@ struct AttnCase {
   bool neox, qk_norm, bias;
   uint32_t rot;
   bool grouped = false;  // force the kernel that serves a KV head's 4 query heads in one workgroup
+  uint32_t pos0 = 37;    // 1100: 69 splits, more than attention_combine's chunk of 64
 };
 class AttentionTest : public ::testing::TestWithParam<AttnCase> {};
 
 TEST_P(AttentionTest, MatchesCpu) {
   const AttnCase ac = GetParam();
   gpu::Kernels k(device());
-  const uint32_t hd = 32, nh = 8, nkv = 2, page = 4, split = 16, ctx = 64;
-  const uint32_t pos0 = 37, T = 6, qkvw = (nh + 2 * nkv) * hd, kvw = nkv * hd;
+  const uint32_t pos0 = ac.pos0, T = 6, hd = 32, nh = 8, nkv = 2, page = 4, split = 16;
+  const uint32_t ctx = (pos0 + T + 63) / 64 * 64, qkvw = (nh + 2 * nkv) * hd, kvw = nkv * hd;
   const float theta = 10000.f, eps = 1e-6f;
   ModelConfig cfg;
   cfg.rotary_dim = ac.rot;
@@ -147,12 +148,13 @@ INSTANTIATE_TEST_SUITE_P(Variants, AttentionTest,
                          ::testing::Values(AttnCase{false, false, false, 32}, AttnCase{true, false, false, 32},
                                            AttnCase{true, true, false, 32}, AttnCase{true, false, true, 16},
                                            AttnCase{false, false, true, 8}, AttnCase{false, false, false, 32, true},
-                                           AttnCase{true, true, true, 16, true}),
+                                           AttnCase{true, true, true, 16, true}, AttnCase{false, false, false, 32, false, 1100},
+                                           AttnCase{true, false, false, 32, true, 1100}),
                          [](const auto& info) {
                            const AttnCase& c = info.param;
                            return std::string(c.neox ? "neox" : "normal") + (c.qk_norm ? "_qknorm" : "") +
                                   (c.bias ? "_bias" : "") + "_rot" + std::to_string(c.rot) +
-                                  (c.grouped ? "_grouped" : "");
+                                  (c.grouped ? "_grouped" : "") + (c.pos0 > 64 ? "_long" : "");
                          });
 
 TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {
