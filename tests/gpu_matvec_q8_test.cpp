@@ -219,3 +219,40 @@ TEST(Int8Matvec, TokenGroupsWriteEachPartAtItsOffset) {
   }
   EXPECT_LT(nmse(read(y, want.size()), want), 1e-9);
 }
+
+// Passes longer than the token-group matvec with use_q8_gemm: gemm_q8.wgsl, int8 tiles in workgroup
+// memory, partial row and token tiles, plain and gated, against the same CPU twin.
+class Int8GemmTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(Int8GemmTest, PlainAndGatedMatchCpuTwin) {
+  const GgmlType type = GetParam();
+  const uint32_t cols = 512;
+  gpu::Kernels k(device());
+  EncodedMatrix w(type, 70, cols, 71), gate(type, 38, cols, 72), up(type, 38, cols, 73);
+  Matrix plain = upload_matrix(device(), "test.w", {&w.view});
+  Matrix gated = upload_gated(device(), "test.gate_up", gate.view, up.view);
+  for (uint32_t T : {65u, 130u}) {
+    std::vector<float> x = random_vec((size_t)T * cols, 74 + T);
+    const std::vector<float> xq = ref::quantize_q8(x);
+    for (bool is_gated : {false, true}) {
+      const std::vector<float> want = is_gated ? ref::gated_matmul(gate.ref(), up.ref(), xq) : ref::matmul(w.ref(), xq);
+      gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.y", want.size() * 4);
+      gpu::Buffer xqb = device().buffer("test.xq", (size_t)T * cols), xs = device().buffer("test.xs", (size_t)T * cols / 32 * 8);
+      gpu::Buffer step = step_buffer(0, T);
+      Graph g;
+      GraphBuilder b(k, g, step);
+      b.use_q8_x(xqb, xs, T);
+      b.use_q8_gemm(true);
+      b.matmul(y, xb, is_gated ? gated : plain);
+      ASSERT_EQ(g.ops.size(), 2u);
+      EXPECT_EQ(g.ops[1].variant(T), Variant::Main);
+      EXPECT_EQ(g.ops[1].role, std::string("gemm_q8_") + weight_snippet(type).substr(7));
+      run(g, 0, T);
+      EXPECT_LT(nmse(read(y, want.size()), want), 1e-9) << type_name(type) << (is_gated ? " gated" : " plain") << " T=" << T;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(QuantTypes, Int8GemmTest,
+                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K),
+                         [](const auto& info) { return std::string(type_name(info.param)); });

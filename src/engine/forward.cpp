@@ -13,7 +13,11 @@ static constexpr uint32_t kSplit = 64;   // KV positions per attention split: pa
 // GEMM. Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): 8 tokens x 1 row x 16 lanes
 // beat 32 lanes by 5-10%, 4 or 16 tokens and 2 rows by 10-40%; at 512 tokens the int8 matvec only
 // matched the GEMM.
-static constexpr uint32_t kQ8MaxTokens = 64, kQ8TokensPerGroup = 8, kQ8RowsPerLane = 1, kQ8Lanes = 16;
+static constexpr uint32_t kQ8MaxTokens = GraphBuilder::kQ8MatvecMaxTokens, kQ8TokensPerGroup = 8, kQ8RowsPerLane = 1,
+                          kQ8Lanes = 16;
+// Longer chunks through gemm_q8.wgsl (int8 tiles) instead of the f32 GEMM: tested against its CPU twin,
+// not yet measured on the H200, so off (bench/EXPERIMENTS.md, next steps).
+static constexpr bool kQ8Gemm = false;
 
 std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
   const uint32_t half = c.rotary_dim / 2;
@@ -77,7 +81,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
 
 Forward::~Forward() = default;
 
-uint32_t Forward::q8_tokens() const { return std::max(1u, std::min(max_chunk_, kQ8MaxTokens)); }
+uint32_t Forward::q8_tokens() const { return kQ8Gemm ? max_chunk_ : std::max(1u, std::min(max_chunk_, kQ8MaxTokens)); }
 
 void Forward::build(Head head) {
   const ModelConfig& c = cfg_;
@@ -86,6 +90,7 @@ void Forward::build(Head head) {
   GraphBuilder g(kernels_, graphs_[(int)head], s.step);
   g.use_split_k(s.gemm_part, split_tokens());                 // short chunks: split K on small matrices
   g.use_q8_x(s.xq, s.xqs, q8_tokens(), kQ8TokensPerGroup, kQ8RowsPerLane, kQ8Lanes);  // short passes: int8 x, matvec
+  g.use_q8_gemm(kQ8Gemm);
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};

@@ -153,22 +153,26 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
     if (w.gated) c["GATED"] = 1;
     const uint32_t row_tiles = (p.rows + (w.gated ? 31 : 63)) / (w.gated ? 32 : 64);
-    add({"gemm", {{"WEIGHT", weight_snippet(p.type)}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0,
-        p.buf.size());
-    if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
+    const bool int8_x = q8 && q8_x_type(p.type);
+    const std::string snippet = weight_snippet(p.type);
+    if (int8_x && q8_gemm_ && q8_max > kQ8MatvecMaxTokens) {  // long passes: the int8 GEMM
+      add({"gemm_q8", {{"WEIGHT", snippet}, {"DOT", "dotq8_" + snippet.substr(7)}}, c}, {y, *xq_, p.buf, *xs_, *step_},
+          Grid::GemmTiles, row_tiles, 0, p.buf.size());
+    } else {
+      add({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
+      if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
+    }
     if (w.cols % 32 != 0) continue;
     // Decode: the matvec kernel (rows of whole 32-element units). Rows per lane group: enough
     // workgroups to fill a large GPU on short matrices, x reuse on long ones. Thresholds and lane
     // counts measured on the H200 (bench/EXPERIMENTS.md, 2026-11-30): x reuse pays from 2048 rows;
     // 64 lanes per row keep more loads in flight on long rows.
-    const bool int8_x = q8 && q8_x_type(p.type);
     const uint32_t lanes = w.cols >= 4096 ? 64 : 32;
     auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
       std::map<std::string, double> mc = c;
       const uint32_t lanes_here = tt == 1 ? lanes : q8_lanes_, wg = tt == 1 ? 2 * lanes : 64;
       mc["RPL"] = rpl, mc["LANES"] = lanes_here, mc["WG"] = wg;
       if (tt > 1) mc["TT"] = tt;
-      const std::string snippet = weight_snippet(p.type);
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
       if (tt == 1) inc["XIN"] = int8_x ? "x_q8" : "x_f32";
@@ -184,7 +188,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       } else {
         d.few = &mv, d.few_group = std::move(bg), d.few_role = role + "_tokens";
         const uint32_t rows_per_group = wg / lanes_here * rpl;
-        d.few_blocks = (p.rows + rows_per_group - 1) / rows_per_group, d.few_tokens = tt, d.few_max = q8_max;
+        d.few_blocks = (p.rows + rows_per_group - 1) / rows_per_group, d.few_tokens = tt;
+        d.few_max = std::min(q8_max, kQ8MatvecMaxTokens);
       }
       return d;
     };

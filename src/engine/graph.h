@@ -102,6 +102,10 @@ class GraphBuilder {
     xq_ = &xq, xs_ = &xs, q8_max_ = max_tokens, q8_tt_ = tokens_per_group, q8_rpl_ = rows_per_lane, q8_lanes_ = lanes;
   }
   static bool q8_x_type(GgmlType t);
+  // Passes longer than the token-group matvec serves (kQ8MatvecMaxTokens) run gemm_q8.wgsl on int8 x
+  // instead of the f32 GEMM; use_q8_x's max_tokens must then cover the whole chunk.
+  void use_q8_gemm(bool on) { q8_gemm_ = on; }
+  static constexpr uint32_t kQ8MatvecMaxTokens = 64;
   static constexpr uint32_t kSplitMaxTokens = 64;  // the GEMM's token tile
   static uint64_t split_k_scratch_bytes(uint32_t max_tokens);
   // Groups per tile along K for a matrix of row_tiles tiles and `units` 32-column steps; 1: no split.
@@ -140,6 +144,7 @@ class GraphBuilder {
   const gpu::Buffer* xq_ = nullptr;
   const gpu::Buffer* xs_ = nullptr;
   uint32_t q8_max_ = 1, q8_tt_ = 8, q8_rpl_ = 1, q8_lanes_ = 16;
+  bool q8_gemm_ = false;
   // The last dispatch, when it is a kernel that can also store its output y as int8 units (XOUT:
   // x_out_q8.wgsl): a matvec right after it on y then needs no quantize_q8 dispatch.
   struct Q8Producer {
