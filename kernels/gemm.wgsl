@@ -8,6 +8,7 @@
 // sums in the scratch bound as `y` (layout below); gemm_reduce.wgsl adds them up and writes y.
 //!include common
 //!include WEIGHT
+//!include gemm_store
 
 override ROWS: u32;           // output rows (per half when GATED)
 override COLS: u32;           // input width
@@ -86,7 +87,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     workgroupBarrier();
   }
-  let stride = select(ROWS, Y_STRIDE, Y_STRIDE != 0u);
   for (var m = 0u; m < 4u; m++) {
     let t = t0 + tt + 16u * m;
     if (t >= step.n_tokens) { continue; }
@@ -99,17 +99,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         if (GATED) { r = rt * 32u + 2u * tr + j % 2u; }
         if (r < ROWS) { y[base + select(0u, ROWS, GATED && j >= 2u) + r] = acc[j][m]; }
       }
-    } else if (GATED) {
-      for (var j = 0u; j < 2u; j++) {
-        let r = rt * 32u + 2u * tr + j;
-        let gv = acc[j][m];
-        if (r < ROWS) { y[t * stride + Y_OFFSET + r] = gv / (1.0 + exp(-gv)) * acc[j + 2u][m]; }
-      }
     } else {
-      for (var j = 0u; j < 4u; j++) {
-        let r = rt * 64u + 4u * tr + j;
-        if (r < ROWS) { y[t * stride + Y_OFFSET + r] = acc[j][m]; }
-      }
+      store_token(&acc, m, t, rt, tr);
     }
   }
 }

@@ -8,6 +8,7 @@
 //!include WEIGHT
 //!include x_q8
 //!include DOT
+//!include gemm_store
 
 override ROWS: u32;           // output rows (per half when GATED)
 override COLS: u32;           // input width, a multiple of 32
@@ -102,21 +103,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     workgroupBarrier();
   }
-  let stride = select(ROWS, Y_STRIDE, Y_STRIDE != 0u);
   for (var m = 0u; m < 4u; m++) {
     let t = t0 + tt + 16u * m;
-    if (t >= step.n_tokens) { continue; }
-    if (GATED) {
-      for (var j = 0u; j < 2u; j++) {
-        let r = rt * 32u + 2u * tr + j;
-        let gv = acc[j][m];
-        if (r < ROWS) { y[t * stride + Y_OFFSET + r] = gv / (1.0 + exp(-gv)) * acc[j + 2u][m]; }
-      }
-    } else {
-      for (var j = 0u; j < 4u; j++) {
-        let r = rt * 64u + 4u * tr + j;
-        if (r < ROWS) { y[t * stride + Y_OFFSET + r] = acc[j][m]; }
-      }
-    }
+    if (t < step.n_tokens) { store_token(&acc, m, t, rt, tr); }
   }
 }

@@ -1,0 +1,18 @@
+// The end of gemm.wgsl and gemm_q8.wgsl: token t's column of a thread's 4 x 4 micro-tile into y.
+// Row j of the micro-tile is row 4 tr + j of row tile rt; GATED: j < 2 are gate rows 2 tr + j of a
+// 32-row tile and j >= 2 the same rows of up, stored as silu(gate) * up.
+fn store_token(acc: ptr<function, array<vec4f, 4>>, m: u32, t: u32, rt: u32, tr: u32) {
+  let stride = select(ROWS, Y_STRIDE, Y_STRIDE != 0u);
+  if (GATED) {
+    for (var j = 0u; j < 2u; j++) {
+      let r = rt * 32u + 2u * tr + j;
+      let gv = (*acc)[j][m];
+      if (r < ROWS) { y[t * stride + Y_OFFSET + r] = gv / (1.0 + exp(-gv)) * (*acc)[j + 2u][m]; }
+    }
+  } else {
+    for (var j = 0u; j < 4u; j++) {
+      let r = rt * 64u + 4u * tr + j;
+      if (r < ROWS) { y[t * stride + Y_OFFSET + r] = (*acc)[j][m]; }
+    }
+  }
+}
