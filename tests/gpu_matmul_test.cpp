@@ -54,9 +54,11 @@ INSTANTIATE_TEST_SUITE_P(
                       MatmulCase{GgmlType::Q4_K, 70, 512, 1}, MatmulCase{GgmlType::Q4_K, 9, 256, 13},
                       MatmulCase{GgmlType::Q6_K, 70, 512, 1}, MatmulCase{GgmlType::Q6_K, 9, 256, 13},
                       MatmulCase{GgmlType::Q4_0, 130, 96, 70}, MatmulCase{GgmlType::F16, 65, 100, 129},
+                      // one token of quantized weights without int8 x: the GEMM (the matvec: gpu_matvec_q8_test)
                       MatmulCase{GgmlType::Q4_K, 4101, 256, 1}, MatmulCase{GgmlType::Q8_0, 16403, 64, 1},
-                      // rows of 4096+ columns: the matvec's 64-lane groups; 2048+ rows: 2 rows per lane
-                      MatmulCase{GgmlType::Q4_0, 37, 4096, 1}, MatmulCase{GgmlType::Q6_K, 2050, 4352, 1}),
+                      // the f32-x matvec: 8192+ rows 4 rows per lane, 2048+ rows 2, rows of 4096+ columns 64 lanes
+                      MatmulCase{GgmlType::F16, 16403, 64, 1}, MatmulCase{GgmlType::BF16, 2050, 4352, 1},
+                      MatmulCase{GgmlType::F32, 37, 4096, 1}),
     [](const auto& info) {
       return std::string(type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
              std::to_string(info.param.cols) + "_T" + std::to_string(info.param.tokens);
@@ -133,7 +135,9 @@ TEST_P(SplitKTest, PlainAndGatedMatchCpu) {
         b.matmul(y, xb, is_gated ? gated : plain);
         ASSERT_EQ(g.ops.size(), 1u);
         const Dispatch& d = g.ops[0];
-        const Variant expect = T == 1 ? Variant::Single : split ? Variant::Split : Variant::Main;
+        // One token: the matvec for float weights; quantized ones need int8 x for it (gpu_matvec_q8_test.cpp).
+        const bool float_type = t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+        const Variant expect = T == 1 && float_type ? Variant::Single : split ? Variant::Split : Variant::Main;
         ASSERT_EQ(d.variant(T), expect) << "T=" << T;
         if (expect == Variant::Split) {
           EXPECT_EQ(d.ksplit, force ? force : GraphBuilder::choose_ksplit(2, 24));

@@ -162,8 +162,11 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       add({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
       if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
     }
-    if (w.cols % 32 != 0) continue;
-    // Decode: the matvec kernel (rows of whole 32-element units). Rows per lane group: enough
+    // Decode: the matvec kernel. Quantized weights need int8 x for it (use_q8_x); without, their
+    // one-token passes run the GEMM.
+    const bool float_type = p.type == GgmlType::F32 || p.type == GgmlType::F16 || p.type == GgmlType::BF16;
+    if (w.cols % 32 != 0 || !(int8_x || float_type)) continue;
+    // The matvec kernel (rows of whole 32-element units). Rows per lane group: enough
     // workgroups to fill a large GPU on short matrices, x reuse on long ones. Thresholds and lane
     // counts measured on the H200 (bench/EXPERIMENTS.md, 2026-11-30): x reuse pays from 2048 rows;
     // 64 lanes per row keep more loads in flight on long rows.
