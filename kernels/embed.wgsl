@@ -1,8 +1,12 @@
-// x[t, :] = token_embd[ids[t], :] dequantized. One workgroup per token.
+// x[t, :] = token_embd[ids[t], :] dequantized. One workgroup per token. A table too large for one
+// binding comes in parts of rows [ROW0, ROW0 + ROWS), one dispatch each: a part skips the tokens
+// whose rows another part holds.
 //!include common
 //!include WEIGHT
 
 override COLS: u32;  // hidden size
+override ROW0: u32 = 0u;
+override ROWS: u32 = 0xFFFFFFFFu;
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
@@ -14,7 +18,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let t = flat_group(wid, nwg);
   if (t >= step.n_tokens) { return; }
-  let rb = ids[t] * w_row_bytes();
+  let id = ids[t];
+  if (id < ROW0 || id - ROW0 >= ROWS) { return; }
+  let rb = (id - ROW0) * w_row_bytes();
   for (var u = lid; u < (COLS + 31u) / 32u; u += 64u) {
     let v = w_unit(rb, u);
     for (var i = 0u; i < min(32u, COLS - u * 32u); i++) { x[t * COLS + u * 32u + i] = v[i]; }

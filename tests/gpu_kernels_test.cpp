@@ -39,6 +39,28 @@ TEST(Kernels, EmbedMatchesCpu) {
   }
 }
 
+// A table in two parts (as when it outgrows one binding): each token's row comes from its part.
+TEST(Kernels, EmbedFromATableInParts) {
+  gpu::Kernels k(device());
+  EncodedMatrix a(GgmlType::Q6_K, 30, 256, 16), b(GgmlType::Q8_0, 20, 256, 17);  // types differ: two parts
+  Matrix m = upload_matrix(device(), "test.embd", {&a.view, &b.view});
+  ASSERT_EQ(m.parts.size(), 2u);
+  std::vector<int32_t> ids = {31, 0, 49, 29, 30};
+  gpu::Buffer idb = device().buffer("test.ids", ids.size() * 4), x = device().buffer("test.x", ids.size() * 256 * 4);
+  device().write(idb, ids.data(), ids.size() * 4);
+  gpu::Buffer step = step_buffer(0, (uint32_t)ids.size());
+  Graph g;
+  GraphBuilder(k, g, step).embed(x, idb, m);
+  EXPECT_EQ(g.ops.size(), 2u);
+  run(g, 0, (uint32_t)ids.size());
+  std::vector<float> want;
+  for (int32_t id : ids) {
+    std::vector<float> row = id < 30 ? a.ref().row(id) : b.ref().row(id - 30);
+    want.insert(want.end(), row.begin(), row.end());
+  }
+  EXPECT_EQ(read(x, want.size()), want);
+}
+
 // 300: a partial last unit; 8260: more units than add_rmsnorm's 256 threads.
 class NormTest : public ::testing::TestWithParam<uint32_t> {};
 

@@ -37,11 +37,17 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
     : dev_(dev), kernels_(dev), cfg_(model.config), max_context_(max_context), max_chunk_(max_chunk) {
   const ModelConfig& c = cfg_;
   const uint32_t hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads, d = c.hidden_size;
-  const uint64_t T = max_chunk, F = 4;
+  const uint64_t F = 4;
+  const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
+  // Per-pass buffers grow with the chunk and each must fit one binding: devices with small limits
+  // (lavapipe: 128 MiB) get shorter chunks, which only costs prefill speed.
+  const uint64_t widest_row = std::max({(uint64_t)c.vocab_size, (uint64_t)c.intermediate_size,
+                                        (uint64_t)nh * max_splits * (hd + 2), (uint64_t)(nh + 2 * nkv) * hd}) * F;
+  max_chunk_ = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>(max_chunk, dev.max_binding_size() / widest_row));
+  const uint64_t T = max_chunk_;
   w_ = upload_weights(dev, model);
   const uint32_t n_pages = (max_context + kPage - 1) / kPage;  // page table entries of one sequence
   kv_pages_ = kv_pages ? kv_pages : n_pages;
-  const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
   s_.step = dev.buffer("state.step", sizeof(StepParams), gpu::kUniform);
   s_.step_last = dev.buffer("state.step_last", sizeof(StepParams), gpu::kUniform);
   s_.sampling = dev.buffer("state.sampling", sizeof(SamplingUniform), gpu::kUniform);

@@ -94,9 +94,11 @@ void GraphBuilder::add(const gpu::KernelKey& key, const std::vector<gpu::Binding
 }
 
 void GraphBuilder::embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table) {
-  if (table.parts.size() != 1) throw ModelError("token_embd split across buffers is not supported yet");
-  const MatrixPart& p = table.parts[0];
-  add({"embed", {{"WEIGHT", weight_snippet(p.type)}}, {{"COLS", table.cols}}}, {x, ids, p.buf, *step_}, Grid::PerToken, 1);
+  for (const MatrixPart& p : table.parts) {  // one part unless the table outgrows a binding (lavapipe: 128 MiB)
+    std::map<std::string, double> c = {{"COLS", table.cols}};
+    if (table.parts.size() > 1) c["ROW0"] = p.row0, c["ROWS"] = p.rows;
+    add({"embed", {{"WEIGHT", weight_snippet(p.type)}}, c}, {x, ids, p.buf, *step_}, Grid::PerToken, 1);
+  }
 }
 
 void GraphBuilder::rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps) {

@@ -40,7 +40,7 @@ struct Dispatch {
   uint32_t single_groups = 0, single_max = 1;
   bool single_per_token = false;
   bool always_single = false;  // the pass has one token whatever its length (the LM head of the last one)
-  bool single_only = false;    // longer passes skip it (quantize_q8 feeds only the matvec)
+  bool single_only = false;    // longer passes skip it (quantize_q8: only passes that read int8 x need it)
   // A variant for passes of 2..few_max tokens (short prompts): the matvec on int8 x, few_blocks
   // groups per group of few_tokens tokens.
   const gpu::Pipeline* few = nullptr;
@@ -92,8 +92,8 @@ class GraphBuilder {
   // Matmuls on quantized weights (q8_x_type) in passes of up to max_tokens tokens first quantize x to
   // int8 units (quantize_q8.wgsl, or the kernel that produced x) in xq (max_tokens * cols bytes) and
   // xs (max_tokens * cols / 32 pairs of floats), then run the matvec on them with dot4I8Packed, as
-  // llama.cpp's matvecs do: one token, or tokens_per_group tokens per workgroup for 2..max_tokens.
-  // Other weights, and longer passes, read x as f32 (the GEMM).
+  // llama.cpp's matvecs do: one token, or tokens_per_group tokens per workgroup for 2..max_tokens
+  // (at most kQ8MatvecMaxTokens). Other weights, and longer passes, read x as f32 (the GEMM).
   void use_q8_x(const gpu::Buffer& xq, const gpu::Buffer& xs, uint32_t max_tokens = 1, uint32_t tokens_per_group = 8,
                 uint32_t rows_per_lane = 1, uint32_t lanes = 16) {
     if (2 * rows_per_lane * tokens_per_group > 32) throw std::invalid_argument("matvec: 2 x rows x tokens exceeds its 32 sums");

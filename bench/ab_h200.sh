@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Ours-alone A/B on the H200: two ztvm builds on the same `ztvm synth` files, interleaved, so a kernel
+# change is measured against its baseline in one run (the "ours alone" entries of EXPERIMENTS.md).
+# Not a comparison with llama.cpp: that is run_h200.sh.
+#
+# Here:   bench/ab_prepare.sh OLD_BUILD_DIR NEW_BUILD_DIR     (fills .cache/ab, prints the carry size)
+# H200:   device `run`, carry [".gl", ".cache/ab"], command `bash bench/ab_h200.sh`
+# Env:    MODELS ("shape:quant ..." for `ztvm synth`, or paths to .gguf files; default 1B Q4_0 and
+#         4B Q4_K_M), ROUNDS (2),
+#         BENCH ("-p 35 -n 128 -r 3"; several runs separated by ';'), AB_ENV_OLD / AB_ENV_NEW (env
+#         assignments for each side, e.g. to try a knob on one binary).
+# Output: one line per (round, model, bench, side) on stdout and in $OUT/ab.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d /usr/local/nvidia ] && source bench/gpu_env.sh  # elsewhere (a dry run here) whatever Vulkan is installed
+A=.cache/ab
+export LD_LIBRARY_PATH=$PWD/$A
+MODELS=${MODELS:-"llama-3.2-1b:Q4_0 qwen3-4b:Q4_K_M"}
+ROUNDS=${ROUNDS:-2}
+BENCH=${BENCH:-"-p 35 -n 128 -r 3"}
+LOG=${OUT:-/tmp}/ab.log
+M=/tmp/ztvm-ab-models
+mkdir -p "$M"
+: > "$LOG"
+say() { echo "$*" | tee -a "$LOG"; }
+vocab_of() { case "$1" in qwen*) echo ggml-vocab-qwen2.gguf ;; phi*) echo ggml-vocab-phi-3.gguf ;; *) echo ggml-vocab-llama-bpe.gguf ;; esac; }
+say "old $(cat $A/old-commit.txt) | new $(cat $A/new-commit.txt) | rounds $ROUNDS | bench: $BENCH"
+model_file() { case "$1" in *.gguf) echo "$1" ;; *) echo "$M/${1%%:*}-${1##*:}.gguf" ;; esac; }
+for m in $MODELS; do
+  case "$m" in *.gguf) continue ;; esac
+  shape=${m%%:*} quant=${m##*:}
+  "$A/new/ztvm" synth --shape "$shape" --type "$quant" --vocab "$A/vocab/$(vocab_of "$shape")" -o "$M/$shape-$quant.gguf" >/dev/null
+done
+IFS=';' read -ra RUNS <<< "$BENCH"
+for r in $(seq 1 "$ROUNDS"); do
+  for m in $MODELS; do
+    f=$(model_file "$m")
+    for args in "${RUNS[@]}"; do
+      for side in old new; do
+        envs=${AB_ENV_OLD:-}; [ "$side" = new ] && envs=${AB_ENV_NEW:-}
+        # shellcheck disable=SC2086  # args and envs are word lists on purpose
+        line=$(env $envs "$A/$side/ztvm" bench -m "$f" $args 2>&1 | tail -1) || true  # its error line is the result
+        say "r$r $m [$args] $side: $line"
+      done
+    done
+  done
+done

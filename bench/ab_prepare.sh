@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Fills .cache/ab for bench/ab_h200.sh with two ztvm builds (stripped) and what they need on the H200:
+#   bench/ab_prepare.sh OLD_BUILD_DIR NEW_BUILD_DIR
+# A build dir of another commit: `git worktree add /tmp/old <commit> && cmake -S /tmp/old -B build-old
+# -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build-old --target ztvm`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -eq 2 ] || { echo "usage: bench/ab_prepare.sh OLD_BUILD_DIR NEW_BUILD_DIR" >&2; exit 1; }
+A=.cache/ab
+LIMIT=$(( 64 * 1024 * 1024 ))
+rm -rf "$A" && mkdir -p "$A/old" "$A/new" "$A/vocab"
+for side in old new; do
+  dir=$1; [ "$side" = new ] && dir=$2
+  [ -x "$dir/ztvm" ] || { echo "ab_prepare: no $dir/ztvm" >&2; exit 1; }
+  strip -o "$A/$side/ztvm" "$dir/ztvm"
+  git -C "$dir/.." rev-parse --short=12 HEAD > "$A/$side-commit.txt" 2>/dev/null || echo unknown > "$A/$side-commit.txt"
+done
+# Dawn and the shared libraries: from the new build (the old binary finds Dawn through LD_LIBRARY_PATH).
+strip --strip-unneeded -o "$A/libwebgpu_wrapper.so" "$2/libwebgpu_wrapper.so"
+cp -L "$(ldd "$2/ztvm" | awk '/libutf8proc.so.2/ {print $3}')" "$A/libutf8proc.so.2"
+for lib in libcpp-httplib.so.0.11 libbrotlidec.so.1 libbrotlienc.so.1 libbrotlicommon.so.1; do
+  cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')" "$A/$lib"
+done
+for v in llama-bpe qwen2 phi-3; do cp "../shared/testdata/vocab/ggml-vocab-$v.gguf" "$A/vocab/"; done
+tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+carry=$(du -cb "$A" .gl | tail -1 | cut -f1)
+echo "carry [\".gl\", \".cache/ab\"]: $carry bytes; with the tree ($tree) $(( (tree + carry) / 1048576 )) MiB of 64"
+[ $(( tree + carry )) -le $LIMIT ] || { echo "ab_prepare: over the 64 MiB limit" >&2; exit 1; }
