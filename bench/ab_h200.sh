@@ -8,7 +8,8 @@
 # Env:    MODELS ("shape:quant ..." for `ztvm synth`, or paths to .gguf files; default 1B Q4_0 and
 #         4B Q4_K_M), ROUNDS (2),
 #         BENCH ("-p 35 -n 128 -r 3"; several runs separated by ';'), AB_ENV_OLD / AB_ENV_NEW (env
-#         assignments for each side, e.g. to try a knob on one binary).
+#         assignments for each side, e.g. to try a knob on one binary). Sides past the second (new2, ...)
+#         run after them in each round, with AB_ENV_NEW.
 # Output: one line per (round, model, bench, side) on stdout and in $OUT/ab.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,8 @@ mkdir -p "$M"
 : > "$LOG"
 say() { echo "$*" | tee -a "$LOG"; }
 vocab_of() { case "$1" in qwen*) echo ggml-vocab-qwen2.gguf ;; phi*) echo ggml-vocab-phi-3.gguf ;; *) echo ggml-vocab-llama-bpe.gguf ;; esac; }
-say "old $(cat $A/old-commit.txt) | new $(cat $A/new-commit.txt) | rounds $ROUNDS | bench: $BENCH"
+SIDES=$(cat "$A/sides.txt" 2>/dev/null || echo "old new")
+say "$(for s in $SIDES; do printf '%s %s | ' "$s" "$(cat "$A/$s-commit.txt")"; done)rounds $ROUNDS | bench: $BENCH"
 model_file() { case "$1" in *.gguf) echo "$1" ;; *) echo "$M/${1%%:*}-${1##*:}.gguf" ;; esac; }
 for m in $MODELS; do
   case "$m" in *.gguf) continue ;; esac
@@ -36,8 +38,8 @@ for r in $(seq 1 "$ROUNDS"); do
   for m in $MODELS; do
     f=$(model_file "$m")
     for args in "${RUNS[@]}"; do
-      for side in old new; do
-        envs=${AB_ENV_OLD:-}; [ "$side" = new ] && envs=${AB_ENV_NEW:-}
+      for side in $SIDES; do
+        envs=${AB_ENV_NEW:-}; [ "$side" = old ] && envs=${AB_ENV_OLD:-}
         # shellcheck disable=SC2086  # args and envs are word lists on purpose
         line=$(env $envs "$A/$side/ztvm" bench -m "$f" $args 2>&1 | tail -1) || true  # its error line is the result
         say "r$r $m [$args] $side: $line"

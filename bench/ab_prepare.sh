@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Fills .cache/ab for bench/ab_h200.sh with two ztvm builds (stripped) and what they need on the H200:
-#   bench/ab_prepare.sh OLD_BUILD_DIR NEW_BUILD_DIR
+# Fills .cache/ab for bench/ab_h200.sh with ztvm builds (stripped) and what they need on the H200:
+#   bench/ab_prepare.sh OLD_BUILD_DIR NEW_BUILD_DIR [MORE_BUILD_DIRS...]
+# The sides are named old, new, new2, new3, ... in argument order (a binary is ~2 MB of the carry).
 # A build dir of another commit: `git worktree add /tmp/old <commit> && cmake -S /tmp/old -B build-old
 # -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build-old --target ztvm`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -eq 2 ] || { echo "usage: bench/ab_prepare.sh OLD_BUILD_DIR NEW_BUILD_DIR" >&2; exit 1; }
+[ $# -ge 2 ] || { echo "usage: bench/ab_prepare.sh OLD_BUILD_DIR NEW_BUILD_DIR [MORE_BUILD_DIRS...]" >&2; exit 1; }
 A=.cache/ab
 LIMIT=$(( 64 * 1024 * 1024 ))
-rm -rf "$A" && mkdir -p "$A/old" "$A/new" "$A/vocab"
-for side in old new; do
-  dir=$1; [ "$side" = new ] && dir=$2
+rm -rf "$A" && mkdir -p "$A/vocab"
+n=0
+for dir in "$@"; do
+  n=$(( n + 1 ))
+  case $n in 1) side=old ;; 2) side=new ;; *) side=new$(( n - 1 )) ;; esac
   [ -x "$dir/ztvm" ] || { echo "ab_prepare: no $dir/ztvm" >&2; exit 1; }
+  mkdir -p "$A/$side"
   strip -o "$A/$side/ztvm" "$dir/ztvm"
   git -C "$dir/.." rev-parse --short=12 HEAD > "$A/$side-commit.txt" 2>/dev/null || echo unknown > "$A/$side-commit.txt"
+  echo "$side" >> "$A/sides.txt"
 done
 # Dawn and the shared libraries: from the new build (the old binary finds Dawn through LD_LIBRARY_PATH).
 strip --strip-unneeded -o "$A/libwebgpu_wrapper.so" "$2/libwebgpu_wrapper.so"

@@ -4,11 +4,18 @@
 //!include weight_bytes
 fn w_row_bytes() -> u32 { return COLS / 256u * 144u; }
 
-// The 6-bit (scale, min) of sub-block j from the 12 packed bytes at byte s.
+// The 6-bit (scale, min) of sub-block j from the 12 packed bytes at byte s (4-byte aligned: Q4_K blocks
+// are 144 bytes). Sub-blocks 0..3 keep them in the low 6 bits of bytes j and j+4; 4..7 in the nibbles of
+// byte j+4 with their top 2 bits in the high bits of bytes j-4 and j. Both are computed and one is
+// selected: the lanes of a matvec take different sub-blocks, and an `if` here made them diverge.
 fn q4k_scale_min(s: u32, j: u32) -> vec2u {
-  if (j < 4u) { return vec2u(w_u8(s + j) & 63u, w_u8(s + j + 4u) & 63u); }
-  return vec2u((w_u8(s + j + 4u) & 0xFu) | ((w_u8(s + j - 4u) >> 6u) << 4u),
-               (w_u8(s + j + 4u) >> 4u) | ((w_u8(s + j) >> 6u) << 4u));
+  let sh = (j & 3u) * 8u;
+  let a = (w[s >> 2u] >> sh) & 0xFFu;          // byte j & 3
+  let b = (w[(s >> 2u) + 1u] >> sh) & 0xFFu;   // byte (j & 3) + 4
+  let c = (w[(s >> 2u) + 2u] >> sh) & 0xFFu;   // byte (j & 3) + 8
+  let low = vec2u(a & 63u, b & 63u);
+  let high = vec2u((c & 0xFu) | ((a >> 6u) << 4u), (c >> 4u) | ((b >> 6u) << 4u));
+  return select(low, high, j >= 4u);
 }
 fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
   var v: array<f32, 32>;

@@ -9,15 +9,14 @@ namespace ztvm {
 
 static constexpr uint32_t kSplit = 64;   // KV positions per attention split: parallelism at short contexts
 // Passes of up to kQ8MaxTokens tokens run the matvec on int8 x (graph.h use_q8_x): groups of
-// kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes the f32
-// GEMM. Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): 8 tokens x 1 row x 16 lanes
+// kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes a GEMM. Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): 8 tokens x 1 row x 16 lanes
 // beat 32 lanes by 5-10%, 4 or 16 tokens and 2 rows by 10-40%; at 512 tokens the int8 matvec only
 // matched the GEMM.
 static constexpr uint32_t kQ8MaxTokens = GraphBuilder::kQ8MatvecMaxTokens, kQ8TokensPerGroup = 8, kQ8RowsPerLane = 1,
                           kQ8Lanes = 16;
-// Longer chunks through gemm_q8.wgsl (int8 tiles) instead of the f32 GEMM: tested against its CPU twin,
-// not yet measured on the H200, so off (bench/EXPERIMENTS.md, next steps).
-static constexpr bool kQ8Gemm = false;
+// Longer chunks through gemm_q8.wgsl (int8 tiles) instead of the f32 GEMM: prefill of 512 tokens
+// 1.5-1.6x faster on the H200 (bench/EXPERIMENTS.md, 2026-11-30).
+static constexpr bool kQ8Gemm = true;
 
 std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
   const uint32_t half = c.rotary_dim / 2;
