@@ -1,13 +1,16 @@
 // The residual step: sum = a + b (the new residual stream), y = rmsnorm(sum) * weight. One workgroup
-// per token. Thread i owns 32-element units i, i + 256, ... loaded as 8 vec4s at once, and keeps its
-// first unit in registers between the two passes; the thread that normalised a unit also packs its
+// per token, of WG threads (the host picks about one per 32-element unit, at most 256). Thread i owns
+// units i, i + WG, ... loaded as 8 vec4s at once, and keeps its first unit in registers between the
+// two passes; the thread that normalised a unit also packs its
 // int8 form (XOUT). Residuals ping-pong between buffers: WebGPU forbids reading and writing one
 // buffer in two bindings. Needs D % 4 == 0.
 //!include common
 //!include XOUT
+//!include block_sum
 
 override D: u32;
 override EPS: f32;
+override WG: u32 = 256u;  // a power of two
 
 @group(0) @binding(0) var<storage, read_write> y: array<vec4f>;
 @group(0) @binding(1) var<storage, read_write> sum: array<vec4f>;
@@ -17,9 +20,7 @@ override EPS: f32;
 @group(0) @binding(5) var<uniform> step: Step;
 const XQ_BINDING = 6u;
 
-var<workgroup> red: array<f32, 256>;
-
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let t = flat_group(wid, nwg);
@@ -29,7 +30,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let base = t * quads;
   var first: array<vec4f, 8>;  // this thread's first unit
   var ss = 0.0;
-  for (var u = lid; u < units; u += 256u) {
+  for (var u = lid; u < units; u += WG) {
     for (var i = 0u; i < 8u; i++) {
       let k = u * 8u + i;
       if (k < quads) {
@@ -40,14 +41,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
-  red[lid] = ss;
-  workgroupBarrier();
-  for (var s = 128u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  let inv = inverseSqrt(red[0] / f32(D) + EPS);
-  for (var u = lid; u < units; u += 256u) {
+  let inv = inverseSqrt(block_sum(ss, lid) / f32(D) + EPS);
+  for (var u = lid; u < units; u += WG) {
     var v: array<vec4f, 8>;
     for (var i = 0u; i < 8u; i++) {
       let k = u * 8u + i;

@@ -61,7 +61,8 @@ TEST(Kernels, EmbedFromATableInParts) {
   EXPECT_EQ(read(x, want.size()), want);
 }
 
-// 300: a partial last unit; 8260: more units than add_rmsnorm's 256 threads.
+// 64: more of add_rmsnorm's threads (32) than units; 300: a partial last unit; 2048: a thread per
+// unit; 8260: more units than its 256 threads.
 class NormTest : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(NormTest, RmsNormAndAddRmsNormMatchCpu) {
@@ -84,7 +85,7 @@ TEST_P(NormTest, RmsNormAndAddRmsNormMatchCpu) {
   EXPECT_LT(nmse(read(y2, T * d), ref::rmsnorm(s, w, d, 1e-5f)), 1e-12);
 }
 
-INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(300u, 8260u));
+INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(64u, 300u, 2048u, 8260u));
 
 // RoPE + KV append + split-K paged attention over a chunk at a non-zero position, with a shuffled
 // page table, several splits, GQA, both RoPE styles, QK-norm and bias.

@@ -226,7 +226,8 @@ class Int8GemmTest : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(Int8GemmTest, PlainAndGatedMatchCpuTwin) {
   const GgmlType type = GetParam();
-  const uint32_t cols = 512;
+  // An odd number of 32-column units for the block-32 types: the GEMM's last 64-column step is half empty.
+  const uint32_t cols = type == GgmlType::Q4_0 || type == GgmlType::Q8_0 ? 544 : 768;
   gpu::Kernels k(device());
   EncodedMatrix w(type, 70, cols, 71), gate(type, 38, cols, 72), up(type, 38, cols, 73);
   Matrix plain = upload_matrix(device(), "test.w", {&w.view});

@@ -110,7 +110,11 @@ void GraphBuilder::rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu
 void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
                                const gpu::Buffer& w, uint32_t d, float eps) {
   if (d % 4 != 0) throw ModelError("hidden size " + std::to_string(d) + " is not a multiple of 4");
-  const gpu::KernelKey key{"add_rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}}};
+  // About a thread per 32-element unit (a power of two, 32..256) rather than always 256, most of them
+  // idle on a 2048-wide stream (measured neutral on the H200, bench/EXPERIMENTS.md).
+  uint32_t wg = 32;
+  while (wg < 256 && wg < (d + 31) / 32) wg *= 2;
+  const gpu::KernelKey key{"add_rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}, {"WG", wg}}};
   add(key, {y, sum, a, b, w, *step_}, Grid::PerToken, 1);
   if (d % 32 == 0) q8_producer(y, key, {y, sum, a, b, w, *step_});
 }
