@@ -88,19 +88,22 @@ TEST_P(NormTest, RmsNormAndAddRmsNormMatchCpu) {
 INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(64u, 300u, 2048u, 8260u));
 
 // RoPE + KV append + split-K paged attention over a chunk at a non-zero position, with a shuffled
-// page table, several splits, GQA, both RoPE styles, QK-norm and bias.
+// page table, several splits, GQA, both RoPE styles, QK-norm and bias; each of the attention kernel's
+// three forms.
+enum class AttnForm { Heads, Grouped, Blocked };  // a workgroup per query head / per KV head / per KV head and 2 tokens
 struct AttnCase {
   bool neox, qk_norm, bias;
   uint32_t rot;
-  bool grouped = false;  // force the kernel that serves a KV head's 4 query heads in one workgroup
-  uint32_t pos0 = 37;    // 1100: 69 splits, more than attention_combine's chunk of 64
+  AttnForm form = AttnForm::Heads;
+  uint32_t pos0 = 37;  // 1100: 69 splits, more than attention_combine's chunk of 64
+  uint32_t nkv = 2;    // 8: one KV head per query head (blocks of 8 tokens)
 };
 class AttentionTest : public ::testing::TestWithParam<AttnCase> {};
 
 TEST_P(AttentionTest, MatchesCpu) {
   const AttnCase ac = GetParam();
   gpu::Kernels k(device());
-  const uint32_t pos0 = ac.pos0, T = 6, hd = 32, nh = 8, nkv = 2, page = 4, split = 16;
+  const uint32_t pos0 = ac.pos0, T = 7, hd = 32, nh = 8, nkv = ac.nkv, page = 4, split = 16;
   const uint32_t ctx = (pos0 + T + 63) / 64 * 64, qkvw = (nh + 2 * nkv) * hd, kvw = nkv * hd;
   const float theta = 10000.f, eps = 1e-6f;
   ModelConfig cfg;
@@ -143,8 +146,16 @@ TEST_P(AttentionTest, MatchesCpu) {
   gb.rope_kv(q, kcb, vcb, qkv, auxb, rope, pageb, gs);
   gb.attention(part, q, kcb, vcb, pageb, gs);
   gb.attention_combine(att, part, gs);
-  ASSERT_NE(g.ops[1].grouped, nullptr);
-  if (ac.grouped) g.ops[1].grouped_min = 0;
+  Dispatch& d = g.ops[1];
+  ASSERT_NE(d.blocked, nullptr);  // long passes take it by default
+  ASSERT_LE(d.blocked_min, T);
+  if (ac.form != AttnForm::Blocked) d.blocked = nullptr;
+  if (ac.form == AttnForm::Grouped) {
+    ASSERT_NE(d.grouped, nullptr);
+    d.grouped_min = 0;
+  } else {
+    d.grouped = nullptr;
+  }
   run(g, pos0, T);
 
   std::vector<float> want_q, want_att;
@@ -170,14 +181,19 @@ TEST_P(AttentionTest, MatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionTest,
                          ::testing::Values(AttnCase{false, false, false, 32}, AttnCase{true, false, false, 32},
                                            AttnCase{true, true, false, 32}, AttnCase{true, false, true, 16},
-                                           AttnCase{false, false, true, 8}, AttnCase{false, false, false, 32, true},
-                                           AttnCase{true, true, true, 16, true}, AttnCase{false, false, false, 32, false, 1100},
-                                           AttnCase{true, false, false, 32, true, 1100}),
+                                           AttnCase{false, false, true, 8}, AttnCase{false, false, false, 32, AttnForm::Grouped},
+                                           AttnCase{true, true, true, 16, AttnForm::Grouped},
+                                           AttnCase{false, false, false, 32, AttnForm::Heads, 1100},
+                                           AttnCase{true, false, false, 32, AttnForm::Grouped, 1100},
+                                           AttnCase{true, true, false, 32, AttnForm::Blocked},
+                                           AttnCase{false, false, true, 16, AttnForm::Blocked, 1100},
+                                           AttnCase{true, false, false, 32, AttnForm::Blocked, 13, 8}),
                          [](const auto& info) {
                            const AttnCase& c = info.param;
                            return std::string(c.neox ? "neox" : "normal") + (c.qk_norm ? "_qknorm" : "") +
                                   (c.bias ? "_bias" : "") + "_rot" + std::to_string(c.rot) +
-                                  (c.grouped ? "_grouped" : "") + (c.pos0 > 64 ? "_long" : "");
+                                  (c.form == AttnForm::Grouped ? "_grouped" : c.form == AttnForm::Blocked ? "_blocked" : "") +
+                                  (c.pos0 > 64 ? "_long" : "") + (c.nkv == 8 ? "_mha" : "");
                          });
 
 TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {

@@ -63,6 +63,11 @@ struct Dispatch {
   const gpu::Pipeline* grouped = nullptr;
   gpu::BindGroup grouped_group;
   uint32_t grouped_a = 0, grouped_min = 0;
+  // And with blocked_tq tokens per workgroup too, for passes of at least blocked_min tokens (prefill):
+  // blocked_a head groups x token blocks x splits.
+  const gpu::Pipeline* blocked = nullptr;
+  gpu::BindGroup blocked_group;
+  uint32_t blocked_a = 0, blocked_tq = 0, blocked_min = 0;
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
