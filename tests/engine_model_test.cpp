@@ -84,3 +84,19 @@ TEST(StoriesModel, PrefixReuseGivesTheSameTokens) {
   EXPECT_EQ(st.n_prefilled, 1u) << "all but the last prompt token should come from the cache";
   EXPECT_EQ(again, std::vector<int32_t>(first.begin() + 5, first.end()));
 }
+
+// Decode steps at early positions replay graphs whose attention splits are 32 positions, not 64;
+// multi-token passes and the logits-only heads keep 64 (their outputs are checked above either way).
+TEST(StoriesModel, EarlyDecodeStepsUseShorterAttentionSplits) {
+  auto model = open_model(kDir + "stories260K-f32.gguf");
+  Forward fwd(device(), *model, 128, 16);
+  auto split_of = [&](Head h, uint32_t pos0, uint32_t n) {
+    for (const Dispatch& d : fwd.graph_for(h, pos0, n).ops)
+      if (d.grid == Grid::AttentionSplits) return d.b;
+    return 0u;
+  };
+  EXPECT_EQ(split_of(Head::LastSample, 20, 1), 32u);
+  EXPECT_EQ(split_of(Head::LastRandom, 100, 1), 32u);
+  EXPECT_EQ(split_of(Head::LastSample, 20, 2), 64u);
+  EXPECT_EQ(split_of(Head::AllLogits, 20, 1), 64u);
+}

@@ -8,6 +8,10 @@
 namespace ztvm {
 
 static constexpr uint32_t kSplit = 64;   // KV positions per attention split: parallelism at short contexts
+// Decode steps at positions below kShortContext replay graphs built with kShortSplit: twice the
+// workgroups where there are few positions (H200, bench/EXPERIMENTS.md: split 32 instead of 64 gave
+// +4-6% decode at 163 positions and -3-16% at 4096).
+static constexpr uint32_t kShortSplit = 32, kShortContext = 512;
 // Passes of up to kQ8MaxTokens tokens run the matvec on int8 x (graph.h use_q8_x): groups of
 // kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes a GEMM. Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): 8 tokens x 1 row x 16 lanes
 // beat 32 lanes by 5-10%, 4 or 16 tokens and 2 rows by 10-40%; at 512 tokens the int8 matvec only
@@ -59,7 +63,8 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.qkv = dev.buffer("state.qkv", T * (nh + 2 * nkv) * hd * F);
   s_.q = dev.buffer("state.q", T * nh * hd * F);
   s_.att = dev.buffer("state.att", T * nh * hd * F);
-  s_.part = dev.buffer("state.part", T * nh * max_splits * (hd + 2) * F);
+  const uint64_t short_splits = (std::min(max_context, kShortContext) + kShortSplit - 1) / kShortSplit;
+  s_.part = dev.buffer("state.part", std::max(T * max_splits, short_splits) * nh * (hd + 2) * F);
   s_.proj = dev.buffer("state.proj", T * d * F);
   s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
@@ -80,7 +85,8 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
     s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", (uint64_t)kv_pages_ * kPage * nkv * hd * F));
     s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", (uint64_t)kv_pages_ * kPage * nkv * hd * F));
   }
-  for (Head h : {Head::None, Head::LastSample, Head::LastRandom, Head::AllLogits}) build(h);
+  for (Head h : {Head::None, Head::LastSample, Head::LastRandom, Head::AllLogits}) build(h, kSplit, graphs_[(int)h]);
+  for (Head h : {Head::LastSample, Head::LastRandom}) build(h, kShortSplit, short_graphs_[(int)h]);
   dev.wait_idle();
 }
 
@@ -88,17 +94,17 @@ Forward::~Forward() = default;
 
 uint32_t Forward::q8_tokens() const { return kQ8Gemm ? max_chunk_ : std::max(1u, std::min(max_chunk_, kQ8MaxTokens)); }
 
-void Forward::build(Head head) {
+void Forward::build(Head head, uint32_t split, Graph& graph) {
   const ModelConfig& c = cfg_;
   const Weights& w = *w_;
   State& s = s_;
-  GraphBuilder g(kernels_, graphs_[(int)head], s.step);
+  GraphBuilder g(kernels_, graph, s.step);
   g.use_split_k(s.gemm_part, split_tokens());                 // short chunks: split K on small matrices
   g.use_q8_x(s.xq, s.xqs, q8_tokens(), kQ8TokensPerGroup, kQ8RowsPerLane, kQ8Lanes);  // short passes: int8 x, matvec
   g.use_q8_gemm(kQ8Gemm);
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
-                                      kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};
+                                      kPage, split, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};
   const uint32_t d = c.hidden_size;
 
   g.embed(s.x_a, s.ids, w.token_embd);                        // x = token_embd[ids]
@@ -152,7 +158,12 @@ void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_to
   StepParams last{pos0 + n_tokens - 1, 1, out_index, 0};
   dev_.write(s_.step, &p, sizeof p);
   dev_.write(s_.step_last, &last, sizeof last);
-  graphs_[(int)head].encode(rec, pos0, n_tokens);
+  graph_for(head, pos0, n_tokens).encode(rec, pos0, n_tokens);
+}
+
+const Graph& Forward::graph_for(Head head, uint32_t pos0, uint32_t n_tokens) const {
+  const bool short_step = n_tokens == 1 && pos0 < kShortContext && !short_graphs_[(int)head].ops.empty();
+  return (short_step ? short_graphs_ : graphs_)[(int)head];
 }
 
 }  // namespace ztvm
