@@ -39,10 +39,10 @@ fn reduce_heads(lid: u32, is_max: bool) {
   workgroupBarrier();
   for (var s = 32u; s > 0u; s >>= 1u) {
     if (lid < s) {
-      for (var g = 0u; g < R; g++) {
-        let a = red[g * 64u + lid];
-        let b = red[g * 64u + lid + s];
-        red[g * 64u + lid] = select(a + b, max(a, b), is_max);
+      for (var r = 0u; r < R; r++) {
+        let a = red[r * 64u + lid];
+        let b = red[r * 64u + lid + s];
+        red[r * 64u + lid] = select(a + b, max(a, b), is_max);
       }
     }
     workgroupBarrier();
@@ -81,59 +81,59 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var m: array<f32, MAXR>;
   var l: array<f32, MAXR>;
   var o: array<f32, 32>;  // [r][dims lid, lid+64, lid+128, lid+192]
-  for (var g = 0u; g < R; g++) { m[g] = NEG; }
+  for (var r = 0u; r < R; r++) { m[r] = NEG; }
   for (var b = start; b < end; b += 64u) {
     let p = b + lid;
     // Scores of position p for every row: the key is read once, as vec4s.
     var sc: array<f32, MAXR>;
     if (p < end) {
       let ki = kv_index(p, kvh) / 4u;
-      for (var g = 0u; g < R; g++) { sc[g] = 0.0; }
+      for (var r = 0u; r < R; r++) { sc[r] = 0.0; }
       for (var d = 0u; d < hd4; d++) {
         let kk = k_cache[ki + d];
-        for (var g = 0u; g < R; g++) { sc[g] += dot(qv[g * hd4 + d], kk); }
+        for (var r = 0u; r < R; r++) { sc[r] += dot(qv[r * hd4 + d], kk); }
       }
     }
-    for (var g = 0u; g < R; g++) { sc[g] = select(NEG, sc[g] * SCALE, p < ends[g]); }
-    for (var g = 0u; g < R; g++) { red[g * 64u + lid] = sc[g]; }
+    for (var r = 0u; r < R; r++) { sc[r] = select(NEG, sc[r] * SCALE, p < ends[r]); }
+    for (var r = 0u; r < R; r++) { red[r * 64u + lid] = sc[r]; }
     reduce_heads(lid, true);
     var alpha: array<f32, MAXR>;
-    for (var g = 0u; g < R; g++) {
-      let m_new = max(m[g], red[g * 64u]);
-      let e = select(0.0, exp(sc[g] - m_new), p < ends[g]);
-      pw[g * 64u + lid] = e;
-      alpha[g] = exp(m[g] - m_new);
-      m[g] = m_new;
+    for (var r = 0u; r < R; r++) {
+      let m_new = max(m[r], red[r * 64u]);
+      let e = select(0.0, exp(sc[r] - m_new), p < ends[r]);
+      pw[r * 64u + lid] = e;
+      alpha[r] = exp(m[r] - m_new);
+      m[r] = m_new;
     }
     workgroupBarrier();  // everyone has read the maxima before red is reused
-    for (var g = 0u; g < R; g++) { red[g * 64u + lid] = pw[g * 64u + lid]; }
+    for (var r = 0u; r < R; r++) { red[r * 64u + lid] = pw[r * 64u + lid]; }
     reduce_heads(lid, false);  // its barriers also publish pw
-    for (var g = 0u; g < R; g++) { l[g] = l[g] * alpha[g] + red[g * 64u]; }
+    for (var r = 0u; r < R; r++) { l[r] = l[r] * alpha[r] + red[r * 64u]; }
     // softmax·V: thread owns dims lid, lid + 64, ...; each value is read once for the R rows.
     let n = min(64u, end - b);
     for (var j = 0u; j < 4u; j++) {
       let d = lid + j * 64u;
       if (d < HD) {
-        for (var g = 0u; g < R; g++) { o[g * 4u + j] *= alpha[g]; }
+        for (var r = 0u; r < R; r++) { o[r * 4u + j] *= alpha[r]; }
         for (var i = 0u; i < n; i++) {
           let v = v_cache[kv_index(b + i, kvh) + d];
-          for (var g = 0u; g < R; g++) { o[g * 4u + j] += pw[g * 64u + i] * v; }
+          for (var r = 0u; r < R; r++) { o[r * 4u + j] += pw[r * 64u + i] * v; }
         }
       }
     }
     workgroupBarrier();
   }
-  for (var g = 0u; g < R; g++) {
-    let t = t0 + g / G;
+  for (var r = 0u; r < R; r++) {
+    let t = t0 + r / G;
     if (t >= step.n_tokens) { break; }
-    let pb = ((t * NH + h0 + g % G) * n_splits + split) * (HD + 2u);
+    let pb = ((t * NH + h0 + r % G) * n_splits + split) * (HD + 2u);
     for (var j = 0u; j < 4u; j++) {
       let d = lid + j * 64u;
-      if (d < HD) { part[pb + d] = o[g * 4u + j]; }
+      if (d < HD) { part[pb + d] = o[r * 4u + j]; }
     }
     if (lid == 0u) {
-      part[pb + HD] = m[g];
-      part[pb + HD + 1u] = l[g];
+      part[pb + HD] = m[r];
+      part[pb + HD + 1u] = l[r];
     }
   }
 }
