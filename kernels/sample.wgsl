@@ -5,6 +5,7 @@
 // top-p thresholds are found by bisection on the logit value (each probe is one pass counting or
 // summing over the vocabulary), so nothing is sorted. Writes ids[0] and tokens[out_index] like argmax.
 //!include common
+//!include block_sum
 
 override N: u32;  // vocabulary size
 
@@ -29,21 +30,10 @@ struct Sampling {
 @group(0) @binding(3) var<uniform> sp: Sampling;
 @group(0) @binding(4) var<uniform> step: Step;
 
-const WG: u32 = 256u;
+const WG: u32 = 256u;  // also block_sum.wgsl's width
 var<workgroup> red: array<f32, 256>;
 var<workgroup> redu: array<u32, 256>;
 
-fn sum_f(lid: u32, v: f32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
 fn max_f(lid: u32, v: f32) -> f32 {
   red[lid] = v;
   workgroupBarrier();
@@ -136,7 +126,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     let l = logits[i];
     if (l >= lo) { total += exp(l - lmax); }
   }
-  total = sum_f(lid, total);
+  total = block_sum(total, lid);
   if (sp.top_p < 1.0) {
     var a = lo;
     var b = lmax;
@@ -147,7 +137,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         let l = logits[i];
         if (l >= mid) { m += exp(l - lmax); }
       }
-      if (sum_f(lid, m) >= sp.top_p * total) { a = mid; } else { b = mid; }
+      if (block_sum(m, lid) >= sp.top_p * total) { a = mid; } else { b = mid; }
     }
     lo = a;
   }
@@ -162,7 +152,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     let l = logits[i];
     if (l >= lo) { m += exp((l - lmax) * inv_t); }
   }
-  let total_t = sum_f(lid, m);
+  let total_t = block_sum(m, lid);
   red[lid] = m;
   workgroupBarrier();
   if (lid == 0u) {
