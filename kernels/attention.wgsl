@@ -3,7 +3,8 @@
 // R = G x TQ query rows an unnormalised partial softmax·V with its running max m and sum l;
 // attention_combine merges the splits. Serving the heads of a KV head together (grouped-query
 // attention), and in long passes several tokens together, reads each key and value once per
-// workgroup instead of once per row. Token t sees positions [0, pos0 + t].
+// workgroup instead of once per row. Token t sees positions [0, pos0 + t]. The cache holds f16 pairs
+// packed in u32 words (rope_kv.wgsl), unpacked here: half the bytes of f32 for the same reads.
 //!include common
 
 override HD: u32;
@@ -18,20 +19,23 @@ override R: u32 = G * TQ;  // query rows: row r is head h0 + r % G of token t0 +
 
 const NEG: f32 = -1e30;  // finite "minus infinity": exp(NEG - NEG) stays defined
 const MAXR = 8u;
+const BATCH = 8u;  // values loaded before any is used, so their latencies overlap
 
 @group(0) @binding(0) var<storage, read_write> part: array<f32>;  // [T][NH][splits][HD + 2]
 @group(0) @binding(1) var<storage, read> q: array<f32>;           // [T, NH*HD]
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4f>;
-@group(0) @binding(3) var<storage, read> v_cache: array<f32>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4u>;  // [pages][PAGE][NKV] rows of HD / 8 x 8 halves
+@group(0) @binding(3) var<storage, read> v_cache: array<u32>;    // [pages][PAGE][NKV] rows of HD / 2 x 2 halves
 @group(0) @binding(4) var<storage, read> pages: array<u32>;
 @group(0) @binding(5) var<uniform> step: Step;
 
 var<workgroup> qv: array<vec4f, 512>;     // [R][HD / 4]
 var<workgroup> pw: array<f32, 512>;       // [R][64 positions]: scores, then weights
 var<workgroup> red: array<f32, 512>;      // [R][64]
+var<workgroup> kv_rows: array<u32, 64>;   // cache row of each position of the block
 
-fn kv_index(p: u32, kvh: u32) -> u32 {
-  return (pages[p / PAGE] * PAGE + p % PAGE) * NKV * HD + kvh * HD;
+// The cache row (HD halves) of position p's key or value in KV head kvh.
+fn kv_row(p: u32, kvh: u32) -> u32 {
+  return (pages[p / PAGE] * PAGE + p % PAGE) * NKV + kvh;
 }
 
 // Tree reduction of red[r][0..64) for every row at once (max or sum); every thread gets the R results.
@@ -80,18 +84,22 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 
   var m: array<f32, MAXR>;
   var l: array<f32, MAXR>;
-  var o: array<f32, 32>;  // [r][dims lid, lid+64, lid+128, lid+192]
+  var o: array<vec2f, 16>;  // [r][pairs lid, lid + 64]: dims 2 lid, 2 lid + 1, 2 lid + 128, 2 lid + 129
   for (var r = 0u; r < R; r++) { m[r] = NEG; }
+  let hp = HD / 2u;  // words per row
   for (var b = start; b < end; b += 64u) {
     let p = b + lid;
-    // Scores of position p for every row: the key is read once, as vec4s.
+    let row = kv_row(min(p, end - 1u), kvh);  // past the end: a valid row, weighted 0
+    kv_rows[lid] = row;
+    // Scores of position p for every row: the key is read once, 8 halves per load.
     var sc: array<f32, MAXR>;
     if (p < end) {
-      let ki = kv_index(p, kvh) / 4u;
       for (var r = 0u; r < R; r++) { sc[r] = 0.0; }
-      for (var d = 0u; d < hd4; d++) {
-        let kk = k_cache[ki + d];
-        for (var r = 0u; r < R; r++) { sc[r] += dot(qv[r * hd4 + d], kk); }
+      for (var d = 0u; d < HD / 8u; d++) {
+        let kk = k_cache[row * (HD / 8u) + d];
+        let lo = vec4f(unpack2x16float(kk.x), unpack2x16float(kk.y));
+        let hi = vec4f(unpack2x16float(kk.z), unpack2x16float(kk.w));
+        for (var r = 0u; r < R; r++) { sc[r] += dot(qv[r * hd4 + 2u * d], lo) + dot(qv[r * hd4 + 2u * d + 1u], hi); }
       }
     }
     for (var r = 0u; r < R; r++) { sc[r] = select(NEG, sc[r] * SCALE, p < ends[r]); }
@@ -107,17 +115,21 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     workgroupBarrier();  // everyone has read the maxima before red is reused
     for (var r = 0u; r < R; r++) { red[r * 64u + lid] = pw[r * 64u + lid]; }
-    reduce_heads(lid, false);  // its barriers also publish pw
+    reduce_heads(lid, false);  // its barriers also publish pw and kv_rows
     for (var r = 0u; r < R; r++) { l[r] = l[r] * alpha[r] + red[r * 64u]; }
-    // softmax·V: thread owns dims lid, lid + 64, ...; each value is read once for the R rows.
+    // softmax·V: thread owns word pairs lid, lid + 64 of the row; each value is read once for the R
+    // rows, BATCH positions at a time (positions past the block's n repeat its last, weighted 0).
     let n = min(64u, end - b);
-    for (var j = 0u; j < 4u; j++) {
-      let d = lid + j * 64u;
-      if (d < HD) {
-        for (var r = 0u; r < R; r++) { o[r * 4u + j] *= alpha[r]; }
-        for (var i = 0u; i < n; i++) {
-          let v = v_cache[kv_index(b + i, kvh) + d];
-          for (var r = 0u; r < R; r++) { o[r * 4u + j] += pw[r * 64u + i] * v; }
+    for (var j = 0u; j < 2u; j++) {
+      let w = lid + j * 64u;
+      if (w < hp) {
+        for (var r = 0u; r < R; r++) { o[r * 2u + j] *= alpha[r]; }
+        for (var i0 = 0u; i0 < n; i0 += BATCH) {
+          var v: array<vec2f, BATCH>;
+          for (var i = 0u; i < BATCH; i++) { v[i] = unpack2x16float(v_cache[kv_rows[min(i0 + i, n - 1u)] * hp + w]); }
+          for (var i = 0u; i < BATCH; i++) {
+            for (var r = 0u; r < R; r++) { o[r * 2u + j] += pw[r * 64u + i0 + i] * v[i]; }
+          }
         }
       }
     }
@@ -127,9 +139,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let t = t0 + r / G;
     if (t >= step.n_tokens) { break; }
     let pb = ((t * NH + h0 + r % G) * n_splits + split) * (HD + 2u);
-    for (var j = 0u; j < 4u; j++) {
-      let d = lid + j * 64u;
-      if (d < HD) { part[pb + d] = o[r * 4u + j]; }
+    for (var j = 0u; j < 2u; j++) {
+      let w = lid + j * 64u;
+      if (w < hp) {
+        part[pb + 2u * w] = o[r * 2u + j].x;
+        part[pb + 2u * w + 1u] = o[r * 2u + j].y;
+      }
     }
     if (lid == 0u) {
       part[pb + HD] = m[r];

@@ -1,6 +1,7 @@
 // After the QKV matmul: per (token, head) — add the projection bias (Qwen2), RMSNorm each q/k head
 // (Qwen3 QK-norm), rotate the first ROT dims of q and k (RoPE, adjacent pairs or NeoX halves),
-// write q for attention and append k, v at this token's position in the paged KV cache.
+// write q for attention and append k, v at this token's position in the paged KV cache, as f16 pairs
+// packed in u32 words (no shader-f16 needed; attention.wgsl unpacks them).
 //!include common
 
 override HD: u32;              // head dim
@@ -14,8 +15,8 @@ override HAS_BIAS: bool = false;
 override EPS: f32 = 1e-6;
 
 @group(0) @binding(0) var<storage, read_write> q_out: array<f32>;   // [T, NH*HD]
-@group(0) @binding(1) var<storage, read_write> k_cache: array<f32>; // [pages][PAGE][NKV][HD]
-@group(0) @binding(2) var<storage, read_write> v_cache: array<f32>; // [pages][PAGE][NKV][HD]
+@group(0) @binding(1) var<storage, read_write> k_cache: array<u32>; // [pages][PAGE][NKV][HD / 2] f16 pairs
+@group(0) @binding(2) var<storage, read_write> v_cache: array<u32>; // [pages][PAGE][NKV][HD / 2] f16 pairs
 @group(0) @binding(3) var<storage, read> qkv: array<f32>;           // [T, (NH + 2 NKV) * HD]
 @group(0) @binding(4) var<storage, read> aux: array<f32>;           // [q_norm HD | k_norm HD | bias (NH+2NKV)*HD]
 @group(0) @binding(5) var<storage, read> rope: array<vec2f>;        // [pos][ROT/2] (cos, sin)
@@ -70,14 +71,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
   }
   workgroupBarrier();
-  let slot = (pages[pos / PAGE] * PAGE + pos % PAGE) * NKV * HD;
-  for (var d = lid; d < HD; d += 64u) {
-    if (is_q) {
-      q_out[t * NH * HD + h * HD + d] = hv[d];
-    } else if (is_k) {
-      k_cache[slot + (h - NH) * HD + d] = hv[d];
+  let slot = (pages[pos / PAGE] * PAGE + pos % PAGE) * NKV * (HD / 2u);  // in words
+  if (is_q) {
+    for (var d = lid; d < HD; d += 64u) { q_out[t * NH * HD + h * HD + d] = hv[d]; }
+    return;
+  }
+  for (var i = lid; i < HD / 2u; i += 64u) {
+    let w = pack2x16float(vec2f(hv[2u * i], hv[2u * i + 1u]));
+    if (is_k) {
+      k_cache[slot + (h - NH) * (HD / 2u) + i] = w;
     } else {
-      v_cache[slot + (h - NH - NKV) * HD + d] = hv[d];
+      v_cache[slot + (h - NH - NKV) * (HD / 2u) + i] = w;
     }
   }
 }

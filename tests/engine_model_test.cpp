@@ -31,12 +31,14 @@ TEST_P(StoriesModel, GpuLogitsMatchCpuReference) {
   Forward fwd(device(), *model, 64, 8);  // chunk 8: the 16 ids take two passes
   Generator gen(fwd);
   std::vector<float> gpu = gen.logits(kIds);
-  // Passes of up to 64 tokens read quantized weights' inputs as int8 units: the CPU twin does too.
+  // Passes of up to 64 tokens read quantized weights' inputs as int8 units, and the KV cache holds
+  // f16: the CPU twin does both. (f32 weights: a key whose f32 value differs in its last bits can
+  // round to the neighbouring half, which alone gives ~1e-9.)
   std::vector<float> cpu = ref::forward_logits(*model, kIds, true);
   ASSERT_EQ(gpu.size(), cpu.size());
   double e = nmse(gpu, cpu);
   std::printf("  %s: GPU vs CPU reference logits NMSE %.3g\n", GetParam(), e);
-  EXPECT_LT(e, 1e-9);
+  EXPECT_LT(e, 1e-8);
 }
 
 // One-token passes (chunk 1) take the decode path: quantized matmuls read x as int8 units.
@@ -95,8 +97,9 @@ TEST(StoriesModel, EarlyDecodeStepsUseShorterAttentionSplits) {
       if (d.grid == Grid::AttentionSplits) return d.b;
     return 0u;
   };
-  EXPECT_EQ(split_of(Head::LastSample, 20, 1), 32u);
-  EXPECT_EQ(split_of(Head::LastRandom, 100, 1), 32u);
-  EXPECT_EQ(split_of(Head::LastSample, 20, 2), 64u);
-  EXPECT_EQ(split_of(Head::AllLogits, 20, 1), 64u);
+  static_assert(Forward::kShortSplit != Forward::kSplit);
+  EXPECT_EQ(split_of(Head::LastSample, 20, 1), Forward::kShortSplit);
+  EXPECT_EQ(split_of(Head::LastRandom, 100, 1), Forward::kShortSplit);
+  EXPECT_EQ(split_of(Head::LastSample, 20, 2), Forward::kSplit);
+  EXPECT_EQ(split_of(Head::AllLogits, 20, 1), Forward::kSplit);
 }

@@ -7,11 +7,11 @@
 
 namespace ztvm {
 
-static constexpr uint32_t kSplit = 64;   // KV positions per attention split: parallelism at short contexts
-// Decode steps at positions below kShortContext replay graphs built with kShortSplit: twice the
+// Attention splits (Forward::kSplit, H200: 128 positions beat 64 by 4% at 4k with the f16 cache).
+// Decode steps at positions below kShortContext replay graphs built with kShortSplit: more
 // workgroups where there are few positions (H200, bench/EXPERIMENTS.md: split 32 instead of 64 gave
 // +4-6% decode at 163 positions and -3-16% at 4096).
-static constexpr uint32_t kShortSplit = 32, kShortContext = 512;
+static constexpr uint32_t kShortContext = 512;
 // Passes of up to kQ8MaxTokens tokens run the matvec on int8 x (graph.h use_q8_x): groups of
 // kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes a GEMM. Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): 8 tokens x 1 row x 16 lanes
 // beat 32 lanes by 5-10%, 4 or 16 tokens and 2 rows by 10-40%; at 512 tokens the int8 matvec only
@@ -81,9 +81,10 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   for (uint32_t i = 0; i < n_pages; i++) pages[i] = i;
   s_.pages = dev.buffer("state.pages", n_pages * 4);
   dev.write(s_.pages, pages.data(), n_pages * 4);
+  const uint64_t kv_bytes = (uint64_t)kv_pages_ * kPage * nkv * hd * 2;  // f16 keys and values
   for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
-    s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", (uint64_t)kv_pages_ * kPage * nkv * hd * F));
-    s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", (uint64_t)kv_pages_ * kPage * nkv * hd * F));
+    s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", kv_bytes));
+    s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", kv_bytes));
   }
   for (Head h : {Head::None, Head::LastSample, Head::LastRandom, Head::AllLogits}) build(h, kSplit, graphs_[(int)h]);
   for (Head h : {Head::LastSample, Head::LastRandom}) build(h, kShortSplit, short_graphs_[(int)h]);

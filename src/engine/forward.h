@@ -21,6 +21,8 @@ enum class Head {
 class Forward {
  public:
   static constexpr uint32_t kPage = 16;  // tokens per KV page
+  // KV positions per attention split; decode steps early in a sequence use kShortSplit (forward.cpp).
+  static constexpr uint32_t kSplit = 128, kShortSplit = 32;
 
   // max_context: positions one sequence may use. kv_pages: physical KV pages shared by all sequences
   // (0: enough for one sequence of max_context tokens, mapped by the identity page table).
@@ -75,7 +77,7 @@ class Forward {
     gpu::Buffer argmax_part;          // argmax's per-workgroup (value, index) pairs
     gpu::Buffer rope;                 // [max_context, rot/2] (cos, sin)
     gpu::Buffer pages;                // KV page table of the sequence being run (identity by default)
-    std::vector<gpu::Buffer> k_cache, v_cache;  // per layer [pages][PAGE][NKV][HD]
+    std::vector<gpu::Buffer> k_cache, v_cache;  // per layer [pages][PAGE][NKV][HD] f16
   };
   gpu::Device& dev_;
   gpu::Kernels kernels_;

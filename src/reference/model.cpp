@@ -15,7 +15,8 @@ static std::vector<float> vec(const ModelFile& m, const std::string& name) {
   return weight(m, name).row(0);
 }
 
-std::vector<float> forward_logits(const ModelFile& m, const std::vector<int32_t>& ids, bool int8_x) {
+std::vector<float> forward_logits(const ModelFile& m, const std::vector<int32_t>& ids, bool gpu_twin) {
+  const bool int8_x = gpu_twin;
   auto matmul = [int8_x](const WeightRef& w, const std::vector<float>& x) {
     const bool q8 = int8_x && w.cols % 32 == 0 &&
                     (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
@@ -57,6 +58,7 @@ std::vector<float> forward_logits(const ModelFile& m, const std::vector<int32_t>
       std::copy(&k[t * nkv * hd], &k[(t + 1) * nkv * hd], row.begin() + nh * hd);
       std::copy(&v[t * nkv * hd], &v[(t + 1) * nkv * hd], row.begin() + (nh + nkv) * hd);
       rope_qkv(row.data(), aux, c.attn_bias, s, t, c.rope_theta, c.rope_freq_factors);
+      if (gpu_twin) round_to_f16(row.data() + nh * hd, 2 * nkv * hd);  // k and v as the KV cache keeps them
       keys.insert(keys.end(), row.begin() + nh * hd, row.begin() + (nh + nkv) * hd);
       values.insert(values.end(), row.begin() + (nh + nkv) * hd, row.end());
       std::vector<float> o = attention(row.data(), keys, values, t, s);

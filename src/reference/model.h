@@ -7,8 +7,9 @@
 
 namespace ztvm::ref {
 
-// Logits [ids.size(), vocab] for every position, starting from an empty cache. int8_x: matmuls on
-// Q4_0/Q8_0/Q4_K/Q6_K weights see their input through quantize_q8, as the GPU's one-token passes do.
-std::vector<float> forward_logits(const ModelFile& model, const std::vector<int32_t>& ids, bool int8_x = false);
+// Logits [ids.size(), vocab] for every position, starting from an empty cache. gpu_twin: the GPU's
+// number formats — matmuls on Q4_0/Q8_0/Q4_K/Q6_K weights see their input through quantize_q8, as
+// the GPU's short passes do, and keys and values are stored as f16, as in its KV cache.
+std::vector<float> forward_logits(const ModelFile& model, const std::vector<int32_t>& ids, bool gpu_twin = false);
 
 }  // namespace ztvm::ref

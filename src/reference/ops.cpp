@@ -58,6 +58,10 @@ std::vector<float> quantize_q8(const std::vector<float>& x) {
   return out;
 }
 
+void round_to_f16(float* x, size_t n) {
+  for (size_t i = 0; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
+}
+
 std::vector<float> gated_matmul(const WeightRef& gate, const WeightRef& up, const std::vector<float>& x) {
   std::vector<float> g = matmul(gate, x), u = matmul(up, x);
   for (size_t i = 0; i < g.size(); i++) g[i] = (float)(g[i] / (1.0 + std::exp(-(double)g[i])) * u[i]);

@@ -1,6 +1,7 @@
 // CPU twins of the GPU kernels: plain loops over the same layouts, in double accumulators.
 // Tests compare every kernel against these, and reference/model.cpp builds a whole forward pass from them.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -25,6 +26,8 @@ std::vector<float> matmul(const WeightRef& w, const std::vector<float>& x);
 // x as the decode matvec sees it on quantized weights (quantize_q8.wgsl): per 32 elements,
 // d = max|x| / 127 and x ~ d * round(x / d). Returns d * q (x.size() % 32 == 0).
 std::vector<float> quantize_q8(const std::vector<float>& x);
+// Each value through f16 and back (round to nearest even), as the KV cache stores keys and values.
+void round_to_f16(float* x, size_t n);
 // h[t, r] = silu(gate[r] . x[t]) * (up[r] . x[t])
 std::vector<float> gated_matmul(const WeightRef& gate, const WeightRef& up, const std::vector<float>& x);
 
