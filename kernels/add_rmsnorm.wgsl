@@ -29,6 +29,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let quads = D / 4u;
   let base = t * quads;
   var first: array<vec4f, 8>;  // this thread's first unit
+  var wfirst: array<vec4f, 8>;  // and its weights, loaded before the reduction waits
   var ss = 0.0;
   for (var u = lid; u < units; u += WG) {
     for (var i = 0u; i < 8u; i++) {
@@ -37,7 +38,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         let v = a[base + k] + b[base + k];
         sum[base + k] = v;
         ss += dot(v, v);
-        if (u == lid) { first[i] = v; }
+        if (u == lid) { first[i] = v; wfirst[i] = weight[k]; }
       }
     }
   }
@@ -48,8 +49,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let k = u * 8u + i;
       if (k < quads) {
         var s: vec4f;
-        if (u == lid) { s = first[i]; } else { s = sum[base + k]; }  // later units: written above by this thread
-        v[i] = s * inv * weight[k];
+        var wt: vec4f;
+        if (u == lid) { s = first[i]; wt = wfirst[i]; } else { s = sum[base + k]; wt = weight[k]; }  // later units: written above by this thread
+        v[i] = s * inv * wt;
         y[base + k] = v[i];
       }
     }

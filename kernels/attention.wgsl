@@ -83,7 +83,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   workgroupBarrier();
 
   var m: array<f32, MAXR>;
-  var l: array<f32, MAXR>;
+  var l: array<f32, MAXR>;  // this thread's share of the row sums
   var o: array<vec2f, 16>;  // [r][pairs lid, lid + 64]: dims 2 lid, 2 lid + 1, 2 lid + 128, 2 lid + 129
   for (var r = 0u; r < R; r++) { m[r] = NEG; }
   let hp = HD / 2u;  // words per row
@@ -103,20 +103,25 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
     for (var r = 0u; r < R; r++) { sc[r] = select(NEG, sc[r] * SCALE, p < ends[r]); }
-    for (var r = 0u; r < R; r++) { red[r * 64u + lid] = sc[r]; }
-    reduce_heads(lid, true);
+    // The block's maximum of each row: every thread reads the row's 64 scores (one barrier instead of
+    // a tree of six). The row sums need no such step: each thread keeps its positions' share, scaled
+    // like o, and the shares are added once, after the last block.
+    for (var r = 0u; r < R; r++) { pw[r * 64u + lid] = sc[r]; }
+    workgroupBarrier();
     var alpha: array<f32, MAXR>;
     for (var r = 0u; r < R; r++) {
-      let m_new = max(m[r], red[r * 64u]);
-      let e = select(0.0, exp(sc[r] - m_new), p < ends[r]);
-      pw[r * 64u + lid] = e;
-      alpha[r] = exp(m[r] - m_new);
-      m[r] = m_new;
+      var mx = m[r];
+      for (var i = 0u; i < 64u; i++) { mx = max(mx, pw[r * 64u + i]); }
+      alpha[r] = exp(m[r] - mx);
+      m[r] = mx;
     }
-    workgroupBarrier();  // everyone has read the maxima before red is reused
-    for (var r = 0u; r < R; r++) { red[r * 64u + lid] = pw[r * 64u + lid]; }
-    reduce_heads(lid, false);  // its barriers also publish pw and kv_rows
-    for (var r = 0u; r < R; r++) { l[r] = l[r] * alpha[r] + red[r * 64u]; }
+    workgroupBarrier();  // everyone has read the scores before they become weights
+    for (var r = 0u; r < R; r++) {
+      let e = select(0.0, exp(sc[r] - m[r]), p < ends[r]);
+      pw[r * 64u + lid] = e;
+      l[r] = l[r] * alpha[r] + e;
+    }
+    workgroupBarrier();  // publishes pw and kv_rows
     // softmax·V: thread owns word pairs lid, lid + 64 of the row; each value is read once for the R
     // rows, BATCH positions at a time (positions past the block's n repeat its last, weighted 0).
     let n = min(64u, end - b);
@@ -135,6 +140,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     workgroupBarrier();
   }
+  for (var r = 0u; r < R; r++) { red[r * 64u + lid] = l[r]; }
+  reduce_heads(lid, false);  // red[r * 64] = the row sums
   for (var r = 0u; r < R; r++) {
     let t = t0 + r / G;
     if (t >= step.n_tokens) { break; }
@@ -148,7 +155,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     if (lid == 0u) {
       part[pb + HD] = m[r];
-      part[pb + HD + 1u] = l[r];
+      part[pb + HD + 1u] = red[r * 64u];
     }
   }
 }
