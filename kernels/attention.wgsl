@@ -23,7 +23,7 @@ const BATCH = 8u;  // values loaded before any is used, so their latencies overl
 
 @group(0) @binding(0) var<storage, read_write> part: array<f32>;  // [T][NH][splits][HD + 2]
 @group(0) @binding(1) var<storage, read> q: array<f32>;           // [T, NH*HD]
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4u>;  // [pages][PAGE][NKV] rows of HD / 8 x 8 halves
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4u>;  // [pages][NKV][HD / 8][PAGE] x 8 halves
 @group(0) @binding(3) var<storage, read> v_cache: array<u32>;    // [pages][PAGE][NKV] rows of HD / 2 x 2 halves
 @group(0) @binding(4) var<storage, read> pages: array<u32>;
 @group(0) @binding(5) var<uniform> step: Step;
@@ -89,14 +89,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let hp = HD / 2u;  // words per row
   for (var b = start; b < end; b += 64u) {
     let p = b + lid;
-    let row = kv_row(min(p, end - 1u), kvh);  // past the end: a valid row, weighted 0
-    kv_rows[lid] = row;
-    // Scores of position p for every row: the key is read once, 8 halves per load.
+    let pc = min(p, end - 1u);  // past the end: a valid position, weighted 0
+    kv_rows[lid] = kv_row(pc, kvh);
+    let kb = (pages[pc / PAGE] * NKV + kvh) * (HD / 8u) * PAGE + pc % PAGE;
+    // Scores of position p for every row: the key is read once, 8 halves per load. Keys are stored
+    // dims-major within a page, so neighbouring threads (positions) read neighbouring 16 bytes.
     var sc: array<f32, MAXR>;
     if (p < end) {
       for (var r = 0u; r < R; r++) { sc[r] = 0.0; }
       for (var d = 0u; d < HD / 8u; d++) {
-        let kk = k_cache[row * (HD / 8u) + d];
+        let kk = k_cache[kb + d * PAGE];
         let lo = vec4f(unpack2x16float(kk.x), unpack2x16float(kk.y));
         let hi = vec4f(unpack2x16float(kk.z), unpack2x16float(kk.w));
         for (var r = 0u; r < R; r++) { sc[r] += dot(qv[r * hd4 + 2u * d], lo) + dot(qv[r * hd4 + 2u * d + 1u], hi); }

@@ -15,7 +15,7 @@ override HAS_BIAS: bool = false;
 override EPS: f32 = 1e-6;
 
 @group(0) @binding(0) var<storage, read_write> q_out: array<f32>;   // [T, NH*HD]
-@group(0) @binding(1) var<storage, read_write> k_cache: array<u32>; // [pages][PAGE][NKV][HD / 2] f16 pairs
+@group(0) @binding(1) var<storage, read_write> k_cache: array<u32>; // [pages][NKV][HD / 8][PAGE][4] f16 pairs
 @group(0) @binding(2) var<storage, read_write> v_cache: array<u32>; // [pages][PAGE][NKV][HD / 2] f16 pairs
 @group(0) @binding(3) var<storage, read> qkv: array<f32>;           // [T, (NH + 2 NKV) * HD]
 @group(0) @binding(4) var<storage, read> aux: array<f32>;           // [q_norm HD | k_norm HD | bias (NH+2NKV)*HD]
@@ -79,7 +79,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   for (var i = lid; i < HD / 2u; i += 64u) {
     let w = pack2x16float(vec2f(hv[2u * i], hv[2u * i + 1u]));
     if (is_k) {
-      k_cache[slot + (h - NH) * (HD / 2u) + i] = w;
+      // keys dims-major within a page: attention's threads (positions) read them side by side
+      let kb = ((pages[pos / PAGE] * NKV + h - NH) * (HD / 8u) + i / 4u) * PAGE + pos % PAGE;
+      k_cache[kb * 4u + i % 4u] = w;
     } else {
       v_cache[slot + (h - NH - NKV) * (HD / 2u) + i] = w;
     }

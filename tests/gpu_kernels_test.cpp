@@ -127,11 +127,17 @@ TEST_P(AttentionTest, MatchesCpu) {
   std::vector<uint32_t> pages(ctx / page);
   std::iota(pages.begin(), pages.end(), 0);
   std::shuffle(pages.begin(), pages.end(), std::mt19937(12));
-  std::vector<uint16_t> kc((size_t)ctx * kvw, 0), vc((size_t)ctx * kvw, 0);  // f16
+  // f16 caches: values in rows [page][position][kv head][dim]; keys dims-major within a page,
+  // [page][kv head][dim / 8][position][dim % 8]. k_at: where dim i (kv head i / hd) of position p goes.
+  std::vector<uint16_t> kc((size_t)ctx * kvw, 0), vc((size_t)ctx * kvw, 0);
+  auto k_at = [&](uint32_t p, uint32_t i) {
+    const uint32_t kvh = i / hd, e = i % hd;
+    return ((((size_t)pages[p / page] * nkv + kvh) * (hd / 8) + e / 8) * page + p % page) * 8 + e % 8;
+  };
   for (uint32_t p = 0; p < pos0; p++) {
     size_t slot = ((size_t)pages[p / page] * page + p % page) * kvw;
     for (uint32_t i = 0; i < kvw; i++) {
-      kc[slot + i] = f32_to_f16(keys[p * kvw + i]);
+      kc[k_at(p, i)] = f32_to_f16(keys[p * kvw + i]);
       vc[slot + i] = f32_to_f16(values[p * kvw + i]);
     }
   }
@@ -178,7 +184,7 @@ TEST_P(AttentionTest, MatchesCpu) {
     size_t slot = ((size_t)pages[p / page] * page + p % page) * kvw;
     std::vector<float> gk(kvw), gv(kvw), wk(&keys[p * kvw], &keys[(p + 1) * kvw]);
     std::vector<float> wv(&values[p * kvw], &values[(p + 1) * kvw]);
-    for (uint32_t i = 0; i < kvw; i++) gk[i] = f16_to_f32(kc_gpu[slot + i]), gv[i] = f16_to_f32(vc_gpu[slot + i]);
+    for (uint32_t i = 0; i < kvw; i++) gk[i] = f16_to_f32(kc_gpu[k_at(p, i)]), gv[i] = f16_to_f32(vc_gpu[slot + i]);
     EXPECT_LT(nmse(gk, wk), 1e-7) << "key at " << p;  // rope may round a half the other way
     EXPECT_EQ(gv, wv) << "value at " << p;
   }
