@@ -4,7 +4,9 @@
 // attention_combine merges the splits. Serving the heads of a KV head together (grouped-query
 // attention), and in long passes several tokens together, reads each key and value once per
 // workgroup instead of once per row. Token t sees positions [0, pos0 + t]. The cache holds f16 pairs
-// packed in u32 words (rope_kv.wgsl), unpacked here: half the bytes of f32 for the same reads.
+// packed in u32 words (rope_kv.wgsl), unpacked here: half the bytes of f32 for the same reads. Per
+// block of 64 positions each thread loads one position's key and (STAGE_V) value at once; the
+// values go through workgroup memory, so a block costs one memory round trip. HD <= 128.
 //!include common
 
 override HD: u32;
@@ -19,19 +21,26 @@ override R: u32 = G * TQ;  // query rows: row r is head h0 + r % G of token t0 +
 
 const NEG: f32 = -1e30;  // finite "minus infinity": exp(NEG - NEG) stays defined
 const MAXR = 8u;
-const BATCH = 8u;  // values loaded before any is used, so their latencies overlap
 
 @group(0) @binding(0) var<storage, read_write> part: array<f32>;  // [T][NH][splits][HD + 2]
 @group(0) @binding(1) var<storage, read> q: array<f32>;           // [T, NH*HD]
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4u>;  // [pages][NKV][HD / 8][PAGE] x 8 halves
-@group(0) @binding(3) var<storage, read> v_cache: array<u32>;    // [pages][PAGE][NKV] rows of HD / 2 x 2 halves
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4u>;  // [pages][PAGE][NKV] rows of HD / 8 x 8 halves
 @group(0) @binding(4) var<storage, read> pages: array<u32>;
 @group(0) @binding(5) var<uniform> step: Step;
 
-var<workgroup> qv: array<vec4f, 512>;     // [R][HD / 4]
+// Values staged in workgroup memory (decode: +2-3% on the H200) or read from the cache BATCH positions
+// at a time (passes of many tokens, where the staging's 17 KB cost 5-19%).
+override STAGE_V: bool = true;
+override VST: u32 = HD / 8u + 1u;  // vec4s per staged value row (one of padding against bank conflicts)
+override VST_LEN: u32 = select(1u, 64u * VST, STAGE_V);
+const BATCH = 8u;
+
+var<workgroup> qv: array<vec4f, 256>;     // [R][HD / 4] (HD <= 128)
 var<workgroup> pw: array<f32, 512>;       // [R][64 positions]: scores, then weights
 var<workgroup> red: array<f32, 512>;      // [R][64]
-var<workgroup> kv_rows: array<u32, 64>;   // cache row of each position of the block
+var<workgroup> vst: array<vec4u, VST_LEN>;  // [64 positions][VST]: the block's values, f16
+var<workgroup> kv_rows: array<u32, 64>;      // without staging: the cache row of each position
 
 // The cache row (HD halves) of position p's key or value in KV head kvh.
 fn kv_row(p: u32, kvh: u32) -> u32 {
@@ -84,14 +93,22 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 
   var m: array<f32, MAXR>;
   var l: array<f32, MAXR>;  // this thread's share of the row sums
-  var o: array<vec2f, 16>;  // [r][pairs lid, lid + 64]: dims 2 lid, 2 lid + 1, 2 lid + 128, 2 lid + 129
+  var o: array<vec2f, MAXR>;  // [r]: dims 2 lid, 2 lid + 1
   for (var r = 0u; r < R; r++) { m[r] = NEG; }
   let hp = HD / 2u;  // words per row
   for (var b = start; b < end; b += 64u) {
     let p = b + lid;
     let pc = min(p, end - 1u);  // past the end: a valid position, weighted 0
-    kv_rows[lid] = kv_row(pc, kvh);
     let kb = (pages[pc / PAGE] * NKV + kvh) * (HD / 8u) * PAGE + pc % PAGE;
+    // This position's value row, loaded together with its key (one memory round trip per block for
+    // both) and staged in workgroup memory for the softmax·V below.
+    var vrow: array<vec4u, 16>;
+    let vb = kv_row(pc, kvh) * (HD / 8u);
+    if (STAGE_V) {
+      for (var c = 0u; c < HD / 8u; c++) { vrow[c] = v_cache[vb + c]; }
+    } else {
+      kv_rows[lid] = vb;
+    }
     // Scores of position p for every row: the key is read once, 8 halves per load. Keys are stored
     // dims-major within a page, so neighbouring threads (positions) read neighbouring 16 bytes.
     var sc: array<f32, MAXR>;
@@ -105,6 +122,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
     for (var r = 0u; r < R; r++) { sc[r] = select(NEG, sc[r] * SCALE, p < ends[r]); }
+    if (STAGE_V) {
+      for (var c = 0u; c < HD / 8u; c++) { vst[lid * VST + c] = vrow[c]; }
+    }
     // The block's maximum of each row: every thread reads the row's 64 scores (one barrier instead of
     // a tree of six). The row sums need no such step: each thread keeps its positions' share, scaled
     // like o, and the shares are added once, after the last block.
@@ -123,19 +143,25 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       pw[r * 64u + lid] = e;
       l[r] = l[r] * alpha[r] + e;
     }
-    workgroupBarrier();  // publishes pw and kv_rows
-    // softmax·V: thread owns word pairs lid, lid + 64 of the row; each value is read once for the R
-    // rows, BATCH positions at a time (positions past the block's n repeat its last, weighted 0).
+    workgroupBarrier();  // publishes pw and vst
+    // softmax·V: thread lid owns the word (2 dims) lid of the row; each value serves the R rows.
     let n = min(64u, end - b);
-    for (var j = 0u; j < 2u; j++) {
-      let w = lid + j * 64u;
-      if (w < hp) {
-        for (var r = 0u; r < R; r++) { o[r * 2u + j] *= alpha[r]; }
+    if (lid < hp) {
+      for (var r = 0u; r < R; r++) { o[r] *= alpha[r]; }
+      if (STAGE_V) {
+        for (var i = 0u; i < n; i++) {
+          let v = unpack2x16float(vst[i * VST + lid / 4u][lid % 4u]);
+          for (var r = 0u; r < R; r++) { o[r] += pw[r * 64u + i] * v; }
+        }
+      } else {
+        // BATCH positions' values are loaded before any is used (past n: the last, weighted 0)
         for (var i0 = 0u; i0 < n; i0 += BATCH) {
           var v: array<vec2f, BATCH>;
-          for (var i = 0u; i < BATCH; i++) { v[i] = unpack2x16float(v_cache[kv_rows[min(i0 + i, n - 1u)] * hp + w]); }
           for (var i = 0u; i < BATCH; i++) {
-            for (var r = 0u; r < R; r++) { o[r * 2u + j] += pw[r * 64u + i0 + i] * v[i]; }
+            v[i] = unpack2x16float(v_cache[kv_rows[min(i0 + i, n - 1u)] + lid / 4u][lid % 4u]);
+          }
+          for (var i = 0u; i < BATCH; i++) {
+            for (var r = 0u; r < R; r++) { o[r] += pw[r * 64u + i0 + i] * v[i]; }
           }
         }
       }
@@ -148,12 +174,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let t = t0 + r / G;
     if (t >= step.n_tokens) { break; }
     let pb = ((t * NH + h0 + r % G) * n_splits + split) * (HD + 2u);
-    for (var j = 0u; j < 2u; j++) {
-      let w = lid + j * 64u;
-      if (w < hp) {
-        part[pb + 2u * w] = o[r * 2u + j].x;
-        part[pb + 2u * w + 1u] = o[r * 2u + j].y;
-      }
+    if (lid < hp) {
+      part[pb + 2u * lid] = o[r].x;
+      part[pb + 2u * lid + 1u] = o[r].y;
     }
     if (lid == 0u) {
       part[pb + HD] = m[r];

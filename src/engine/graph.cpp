@@ -289,7 +289,7 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
 
 void GraphBuilder::attention(const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
                              const gpu::Buffer& v_cache, const gpu::Buffer& pages, const AttnShape& s) {
-  if (s.hd % 8 != 0 || s.hd > 256) throw ModelError("attention: head size " + std::to_string(s.hd) + " is not a multiple of 8 up to 256");
+  if (s.hd % 8 != 0 || s.hd > 128) throw ModelError("attention: head size " + std::to_string(s.hd) + " is not a multiple of 8 up to 128");
   auto key = [&](uint32_t g) -> gpu::KernelKey {
     return {"attention", {},
             {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SPLIT", s.split}, {"G", g},
@@ -308,6 +308,7 @@ void GraphBuilder::attention(const gpu::Buffer& part, const gpu::Buffer& q, cons
   if (tq > 1) {
     gpu::KernelKey bk = key(blk_g);
     bk.constants["TQ"] = tq;
+    bk.constants["STAGE_V"] = 0;  // many workgroups of 8 rows: staged values cost 5-19% (bench/EXPERIMENTS.md)
     const gpu::Pipeline& bp = k_.get(bk);
     d.blocked = &bp;
     d.blocked_group = k_.device().bind(bp, b, "attention_blocked:" + part.label());
