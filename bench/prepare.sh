@@ -21,9 +21,11 @@ mkdir -p "$B"
 find "$B" -mindepth 1 -maxdepth 1 ! -name llamacpp-bin -exec rm -rf {} +
 
 # ztvm, Dawn beside it (rpath $ORIGIN), and libutf8proc, which Ubuntu 24.04 lacks. Symbols are
-# stripped to save carry space; the dynamic symbol table that linking uses is kept.
+# stripped and the two big files gzipped to save carry space (run_h200.sh unpacks them); the dynamic
+# symbol table that linking uses is kept.
 strip -o "$B/ztvm" "$BUILD/ztvm"
 strip --strip-unneeded -o "$B/libwebgpu_wrapper.so" "$BUILD/libwebgpu_wrapper.so"
+gzip -1 "$B/ztvm" "$B/libwebgpu_wrapper.so"
 cp -L "$(ldd "$BUILD/ztvm" | awk '/libutf8proc.so.2/ {print $3}')" "$B/libutf8proc.so.2"
 # cpp-httplib (ztvm serve) and the brotli libraries it links, which a bare Ubuntu may lack; the
 # run scripts put $B on LD_LIBRARY_PATH because those are not ztvm's direct dependencies.
@@ -45,12 +47,14 @@ echo "ztvm $(cat "$B/ztvm-commit.txt"), llama.cpp $(cat "$B/llamacpp-commit.txt"
 echo "libraries ztvm needs (Ubuntu 24.04 has libpcre2-8, libstdc++, libc; Dawn and libutf8proc are carried):"
 ldd "$BUILD/ztvm" | awk '{print "  " $1}'
 du -ab .gl "$B" | sort -n | tail -12
-total=$(du -cb .gl "$B" | tail -1 | cut -f1)
+# The device tool's limit covers the working tree (tracked files) and the carried paths together.
+tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+total=$(( $(du -cb .gl "$B" | tail -1 | cut -f1) + tree ))
 if (( total > LIMIT )) && [ -f "$B/llamacpp-bin/llama-bench.gz" ]; then
   echo "prepare: over the limit with both a carried llama-bench and its source: dropping the source" \
        "(run_h200.sh cannot rebuild llama.cpp if the carried binary fails to run)" >&2
-  rm "$B/llamacpp-src.tar.gz"
-  total=$(du -cb .gl "$B" | tail -1 | cut -f1)
+  rm "$B/llamacpp-src.tar.xz"
+  total=$(( $(du -cb .gl "$B" | tail -1 | cut -f1) + tree ))
 fi
-awk -v t="$total" 'BEGIN { printf "carry [\".gl\", \".cache/bench\"]: %d bytes (%.1f MiB of 64)\n", t, t / 1048576 }'
+awk -v t="$total" 'BEGIN { printf "carry [\".gl\", \".cache/bench\"] with the tree: %d bytes (%.1f MiB of 64)\n", t, t / 1048576 }'
 if (( total > LIMIT )); then echo "prepare: over the 64 MiB carry limit" >&2; exit 1; fi
