@@ -38,7 +38,7 @@ const BATCH = 8u;
 
 var<workgroup> qv: array<vec4f, 256>;     // [R][HD / 4] (HD <= 128)
 var<workgroup> pw: array<f32, 512>;       // [R][64 positions]: scores, then weights
-var<workgroup> red: array<f32, 512>;      // [R][64]
+var<workgroup> red: array<f32, 512>;      // [R][64]: the threads' shares of the row sums
 var<workgroup> vst: array<vec4u, VST_LEN>;  // [64 positions][VST]: the block's values, f16
 var<workgroup> kv_rows: array<u32, 64>;      // without staging: the cache row of each position
 
@@ -47,16 +47,12 @@ fn kv_row(p: u32, kvh: u32) -> u32 {
   return (pages[p / PAGE] * PAGE + p % PAGE) * NKV + kvh;
 }
 
-// Tree reduction of red[r][0..64) for every row at once (max or sum); every thread gets the R results.
-fn reduce_heads(lid: u32, is_max: bool) {
+// Tree sum of red[r][0..64) for every row at once; red[r * 64] holds row r's total for every thread.
+fn sum_rows(lid: u32) {
   workgroupBarrier();
   for (var s = 32u; s > 0u; s >>= 1u) {
     if (lid < s) {
-      for (var r = 0u; r < R; r++) {
-        let a = red[r * 64u + lid];
-        let b = red[r * 64u + lid + s];
-        red[r * 64u + lid] = select(a + b, max(a, b), is_max);
-      }
+      for (var r = 0u; r < R; r++) { red[r * 64u + lid] += red[r * 64u + lid + s]; }
     }
     workgroupBarrier();
   }
@@ -169,7 +165,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();
   }
   for (var r = 0u; r < R; r++) { red[r * 64u + lid] = l[r]; }
-  reduce_heads(lid, false);  // red[r * 64] = the row sums
+  sum_rows(lid);
   for (var r = 0u; r < R; r++) {
     let t = t0 + r / G;
     if (t >= step.n_tokens) { break; }
