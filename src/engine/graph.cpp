@@ -72,17 +72,18 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       case Grid::GemmTiles: groups = d.a * tiles; break;
       case Grid::AttentionSplits: {
         const uint32_t splits = (pos0 + n_tokens + d.b - 1) / d.b;
+        const uint64_t kv_bytes = d.bytes_per_position * (pos0 + n_tokens);  // the cache, read once
         if (d.blocked && n_tokens >= d.blocked_min) {
           const uint32_t blocks = (n_tokens + d.blocked_tq - 1) / d.blocked_tq;
-          rec.dispatch(*d.blocked, d.blocked_group, d.blocked_a * blocks * splits, 1, d.role, d.bytes);
+          rec.dispatch(*d.blocked, d.blocked_group, d.blocked_a * blocks * splits, 1, d.role, kv_bytes);
           continue;
         }
         if (d.grouped && d.grouped_a * n_tokens * splits >= d.grouped_min) {
-          rec.dispatch(*d.grouped, d.grouped_group, d.grouped_a * n_tokens * splits, 1, d.role, d.bytes);
+          rec.dispatch(*d.grouped, d.grouped_group, d.grouped_a * n_tokens * splits, 1, d.role, kv_bytes);
           continue;
         }
-        groups = d.a * n_tokens * splits;
-        break;
+        rec.dispatch(*d.pipeline, d.group, d.a * n_tokens * splits, 1, d.role, kv_bytes);
+        continue;
       }
     }
     rec.dispatch(*d.pipeline, d.group, groups, 1, d.role, d.bytes);
@@ -303,6 +304,7 @@ void GraphBuilder::attention(const gpu::Buffer& part, const gpu::Buffer& q, cons
   uint32_t g = s.nh / s.nkv;
   while (g > 8) g = (g % 2 == 0) ? g / 2 : 1;
   Dispatch& d = g_.ops.back();
+  d.bytes_per_position = (uint64_t)s.nkv * s.hd * 2 * 2;  // f16 key and value of every KV head
   // Long passes: kAttnRows query rows per workgroup, blk_g heads of a KV head x the rest in tokens.
   const uint32_t blk_g = std::min(g, kAttnBlockHeads), tq = kAttnRows / blk_g;
   if (tq > 1) {

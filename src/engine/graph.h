@@ -72,6 +72,7 @@ struct Dispatch {
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
   uint64_t bytes = 0;  // weight bytes this dispatch reads (for GB/s)
+  uint64_t bytes_per_position = 0;  // attention: KV-cache bytes per position of context (for GB/s)
   std::string role;    // kernel role, e.g. "gemm_q4_0", for the profiler
   std::string single_role;
 };
