@@ -2,7 +2,7 @@
 // One workgroup per (token, head). The splits' maxima and sums are read in parallel (thread s takes
 // splits s, s + 64, ...) and reduced in workgroup memory; then each chunk of 64 splits gets its
 // weights e^(m_s - M) / L computed once, and every thread adds up its dims over the chunk, loading
-// BATCH splits at a time (one at a time, the loads' latencies chained: 16 us per head at 4k).
+// BATCH splits at a time (one at a time, the loads chained: ~13 us per layer at 4k on the H200).
 //!include common
 //!include XOUT
 
