@@ -17,17 +17,17 @@ const XQ_BINDING = 3u;
 
 var<workgroup> red: array<f32, 64>;
 var<workgroup> wts: array<f32, 64>;  // weights of the current chunk of splits
+var<workgroup> outv: array<f32, 256>;  // the head's output, for its int8 units (EMIT_Q8)
 const BATCH = 8u;
 
+// The max (or sum) of every thread's v: one barrier to publish them, then each thread reads all 64
+// (a tree would take six barriers; this kernel's time is its chain of waits, not its arithmetic).
 fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
+  workgroupBarrier();  // earlier readers of red are done
   red[lid] = v;
   workgroupBarrier();
-  for (var s = 32u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] = select(red[lid] + red[lid + s], max(red[lid], red[lid + s]), is_max); }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
+  var r = red[0];
+  for (var i = 1u; i < 64u; i++) { r = select(r + red[i], max(r, red[i]), is_max); }
   return r;
 }
 
@@ -72,12 +72,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (d < HD) { att[t * NH * HD + h * HD + d] = acc[j]; }
   }
   if (EMIT_Q8) {  // passes short enough for the matvec (GraphBuilder); this head's HD / 32 units
-    storageBarrier();
+    for (var j = 0u; j < 4u; j++) {
+      let d = lid + j * 64u;
+      if (d < HD) { outv[d] = acc[j]; }
+    }
+    workgroupBarrier();
     for (var u = lid; u < HD / 32u; u += 64u) {
       var v: array<vec4f, 8>;
       for (var i = 0u; i < 8u; i++) {
-        let e = t * NH * HD + h * HD + u * 32u + i * 4u;
-        v[i] = vec4f(att[e], att[e + 1u], att[e + 2u], att[e + 3u]);
+        let e = u * 32u + i * 4u;
+        v[i] = vec4f(outv[e], outv[e + 1u], outv[e + 2u], outv[e + 3u]);
       }
       store_q8((t * NH * HD + h * HD) / 32u + u, &v);
     }
