@@ -1,16 +1,14 @@
 // block_sum(v, lid): the sum of v over the WG threads of the workgroup, returned to every thread.
-// A tree through workgroup memory (WG a power of two). Subgroup adds were slower on the H200
-// (bench/EXPERIMENTS.md, 2026-11-30).
-var<workgroup> block_red: array<f32, WG>;
+// One barrier publishes the values, then every thread adds them all up in the same order (same
+// total everywhere), reading 4 at a time: a tree took log2(WG) barriers, and these kernels' time is
+// their chain of waits. Subgroup adds were slower on the H200 (bench/EXPERIMENTS.md, 2026-11-30).
+var<workgroup> block_red: array<vec4f, WG / 4u>;
 
 fn block_sum(v: f32, lid: u32) -> f32 {
-  block_red[lid] = v;
+  workgroupBarrier();  // earlier readers of block_red are done
+  block_red[lid / 4u][lid % 4u] = v;
   workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) { block_red[lid] += block_red[lid + s]; }
-    workgroupBarrier();
-  }
-  let total = block_red[0];
-  workgroupBarrier();  // block_red may be reused
+  var total = 0.0;
+  for (var i = 0u; i < WG / 4u; i++) { total += dot(block_red[i], vec4f(1.0)); }
   return total;
 }
