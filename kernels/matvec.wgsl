@@ -2,9 +2,10 @@
 // 32-element units (consecutive lanes, consecutive units), loads the unit of x once into registers
 // and dots it with that unit of each of its rows, so x is read once per RPL rows, not per row.
 // XIN says how x is stored (x_f32: floats; x_q8: int8 units, see quantize_q8.wgsl), DOT dots one
-// weight unit of that encoding with one x unit. 2 lane groups per workgroup: small workgroups keep
-// every SM busy on short matrices (the host picks RPL so there are enough of them). GATED as in
-// gemm.wgsl. Needs COLS % 32 == 0. Short passes of several tokens: matvec_tokens.wgsl.
+// weight unit of that encoding with one x unit (x_q8_norm: int8 units made in the workgroup from the
+// residual step). GROUPS lane groups per workgroup, 2 unless x is made per workgroup: small
+// workgroups keep every SM busy on short matrices (the host picks RPL so there are enough of them).
+// GATED as in gemm.wgsl. Needs COLS % 32 == 0. Short passes of several tokens: matvec_tokens.wgsl.
 //!include common
 //!include WEIGHT
 //!include XIN
@@ -19,7 +20,8 @@ override GATED: bool = false;
 
 override RPL: u32 = 4u;     // rows per lane group (1, 2 or 4)
 override LANES: u32 = 32u;  // lanes per group (32 or 64): more lanes, more loads in flight per row
-override WG: u32 = 64u;     // 2 * LANES
+override GROUPS: u32 = 2u;  // lane groups per workgroup (more where x_q8_norm prepares x per workgroup)
+override WG: u32 = 64u;     // GROUPS * LANES
 const TT = 1u;
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
@@ -29,7 +31,9 @@ const TT = 1u;
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let lane = lid % LANES;
-  let row0 = flat_group(wid, nwg) * 2u * RPL + (lid / LANES) * RPL;
+  let group = flat_group(wid, nwg);
+  let row0 = group * GROUPS * RPL + (lid / LANES) * RPL;
+  x_prepare(lid, group == 0u);
   var acc: array<f32, 32>;  // [half][row]: RPL rows, then their up rows when GATED
   let units = COLS / 32u;
   let rb = w_row_bytes();
@@ -43,5 +47,5 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
-  write_sums(&acc, lid, row0, 0u, 1u);
+  write_sums(&acc, lid, row0, 0u, 1u, x_scale());
 }

@@ -8,3 +8,5 @@ fn x_unit(t: u32, u: u32) -> XUnit {
   for (var i = 0u; i < 8u; i++) { v[i] = xv[b + i]; }
   return v;
 }
+fn x_prepare(lid: u32, first_group: bool) {}
+fn x_scale() -> f32 { return 1.0; }

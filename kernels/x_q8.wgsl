@@ -17,3 +17,6 @@ fn x_unit(t: u32, u: u32) -> XUnit {
   let ds = xs[i];
   return XUnit(xq[2u * i], xq[2u * i + 1u], ds.x, ds.y);
 }
+// Nothing to prepare or scale (x_q8_norm.wgsl does both).
+fn x_prepare(lid: u32, first_group: bool) {}
+fn x_scale() -> f32 { return 1.0; }

@@ -115,32 +115,73 @@ TEST(Int8Matvec, LongerPassesKeepF32) {
   }
 }
 
-// add_rmsnorm right before the matvec stores its output as int8 units itself (x_out_q8.wgsl): no
-// quantize_q8 dispatch, same result as the twin (rmsnorm, then quantize_q8, then the matmul).
-TEST(Int8Matvec, NormEmitsUnitsForTheNextMatvec) {
+// add_rmsnorm right before the matvec: one-token passes skip it and the matvec makes its int8 x
+// itself (x_q8_norm.wgsl: the residual sum written once, units of sum * weight in workgroup memory,
+// the rmsnorm factor on the row sums); longer passes run it, and it stores its output as int8 units
+// itself (x_out_q8.wgsl), so no quantize_q8 dispatch either way. Twin: rmsnorm, quantize_q8, matmul.
+struct NormCase {
+  GgmlType type;
+  uint32_t rows, d;
+  bool gated;
+  uint32_t T;
+};
+class Int8NormMatvecTest : public ::testing::TestWithParam<NormCase> {};
+
+TEST_P(Int8NormMatvecTest, MatchesCpuTwin) {
+  const NormCase c = GetParam();
+  const uint32_t d = c.d, T = c.T;
   gpu::Kernels k(device());
-  const uint32_t d = 512;
-  EncodedMatrix w(GgmlType::Q4_K, 96, d, 41);
-  Matrix m = upload_matrix(device(), "test.w", {&w.view});
-  std::vector<float> a = random_vec(d, 42), bres = random_vec(d, 43), nw = random_vec(d, 44, 0.3f);
+  EncodedMatrix w(c.type, c.rows, d, 41), up(c.type, c.rows, d, 45);
+  Matrix m = c.gated ? upload_gated(device(), "test.gate_up", w.view, up.view) : upload_matrix(device(), "test.w", {&w.view});
+  std::vector<float> a = random_vec((size_t)T * d, 42), bres = random_vec((size_t)T * d, 43), nw = random_vec(d, 44, 0.3f);
   gpu::Buffer ab = upload("test.a", a), bb = upload("test.b", bres), nwb = upload("test.norm", nw);
-  gpu::Buffer xb = device().buffer("test.xb", d * 4), sum = device().buffer("test.sum", d * 4);
-  gpu::Buffer y = device().buffer("test.y", 96 * 4), step = step_buffer(0, 1);
-  gpu::Buffer xq = device().buffer("test.xq", d), xs = device().buffer("test.xs", d / 32 * 8);
+  gpu::Buffer xb = device().buffer("test.xb", T * d * 4), sum = device().buffer("test.sum", T * d * 4);
+  gpu::Buffer y = device().buffer("test.y", T * c.rows * 4), step = step_buffer(0, T);
+  gpu::Buffer xq = device().buffer("test.xq", 4 * d), xs = device().buffer("test.xs", 4 * d / 32 * 8);
   Graph g;
   GraphBuilder b(k, g, step);
-  b.use_q8_x(xq, xs);
+  b.use_q8_x(xq, xs, 4);
   b.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
   b.matmul(y, xb, m);
   ASSERT_EQ(g.ops.size(), 2u);
   EXPECT_EQ(g.ops[0].single_role, "add_rmsnorm_q8");
-  run(g, 0, 1);
-  std::vector<float> s(d);
-  for (uint32_t i = 0; i < d; i++) s[i] = a[i] + bres[i];
-  const std::vector<float> normed = ref::rmsnorm(s, nw, d, 1e-5f);
-  EXPECT_LT(nmse(read(xb, d), normed), 1e-12);  // the f32 output is still written
-  EXPECT_LT(nmse(read(y, 96), ref::matmul(w.ref(), ref::quantize_q8(normed))), 1e-9);
+  EXPECT_EQ(g.ops[0].variant(T), T == 1 ? Variant::Skip : Variant::Single);
+  EXPECT_EQ(g.ops[1].variant(T), T == 1 ? Variant::Single : Variant::Few);
+  EXPECT_EQ(g.ops[1].single_role.substr(g.ops[1].single_role.size() - 5), "_norm");
+  run(g, 0, T);
+  std::vector<float> s((size_t)T * d), normed_all, want, exact;
+  for (size_t i = 0; i < s.size(); i++) s[i] = a[i] + bres[i];
+  EXPECT_EQ(read(sum, s.size()), s);  // the residual stream, written exactly once
+  for (uint32_t t = 0; t < T; t++) {
+    const std::vector<float> normed = ref::rmsnorm(std::vector<float>(&s[t * d], &s[(t + 1) * d]), nw, d, 1e-5f);
+    const std::vector<float> x8 = ref::quantize_q8(normed);
+    const std::vector<float> tw = c.gated ? ref::gated_matmul(w.ref(), up.ref(), x8) : ref::matmul(w.ref(), x8);
+    const std::vector<float> ex = c.gated ? ref::gated_matmul(w.ref(), up.ref(), normed) : ref::matmul(w.ref(), normed);
+    normed_all.insert(normed_all.end(), normed.begin(), normed.end());
+    want.insert(want.end(), tw.begin(), tw.end());
+    exact.insert(exact.end(), ex.begin(), ex.end());
+  }
+  if (T > 1) {
+    EXPECT_LT(nmse(read(xb, normed_all.size()), normed_all), 1e-12);  // longer passes: the f32 output too
+  }
+  const std::vector<float> got = read(y, (size_t)T * c.rows);
+  // Packing x * weight and scaling the sums rounds differently from packing rmsnorm(x) * weight: an
+  // int8 code may land one off on a rounding boundary, hence the margin over the plain matvec's 1e-9.
+  EXPECT_LT(nmse(got, want), 1e-8);
+  EXPECT_GT(nmse(got, exact), 1e-8);  // the int8 path really ran
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Int8NormMatvecTest,
+    ::testing::Values(NormCase{GgmlType::Q4_K, 96, 512, false, 1}, NormCase{GgmlType::Q4_0, 70, 2048, false, 1},
+                      NormCase{GgmlType::Q4_0, 2100, 256, false, 1}, NormCase{GgmlType::Q6_K, 48, 4352, true, 1},
+                      NormCase{GgmlType::Q8_0, 9000, 64, true, 1}, NormCase{GgmlType::Q4_K, 96, 512, false, 3},
+                      NormCase{GgmlType::Q4_0, 48, 256, true, 3}),
+    [](const auto& info) {
+      const NormCase& c = info.param;
+      return std::string(type_name(c.type)) + "_" + std::to_string(c.rows) + "x" + std::to_string(c.d) +
+             (c.gated ? "_gated" : "") + "_T" + std::to_string(c.T);
+    });
 
 // Short passes: token groups of TT through the int8 matvec (Variant::Few), plain and gated, with
 // partial last groups, several rows per lane, and columns enough for 64 lanes.

@@ -18,7 +18,10 @@ static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
 // Passes of kAttnBlockedMinTokens+ tokens: attention workgroups of kAttnRows query rows, up to
 // kAttnBlockHeads heads of a KV head x tokens (H200: 4 x 2 beat 1 x 8; prefill-1024 +17%).
 static constexpr uint32_t kAttnRows = 8, kAttnBlockHeads = 4, kAttnBlockedMinTokens = 2;
-static constexpr uint32_t kAttnGroupedMin = 256;  // workgroups (about 2 per H200 SM) before grouping heads
+static constexpr uint32_t kAttnGroupedMin = 256;
+// A decode matvec that makes its x from the residual step (x_q8_norm.wgsl) serves kNormRows rows per
+// workgroup: each workgroup reads the whole residual, so few of them.
+static constexpr uint32_t kNormRows = 32, kNormMaxCols = 8192;  // workgroups (about 2 per H200 SM) before grouping heads
 
 std::string weight_snippet(GgmlType t) {
   switch (t) {
@@ -34,6 +37,7 @@ std::string weight_snippet(GgmlType t) {
 }
 
 Variant Dispatch::variant(uint32_t n_tokens) const {
+  if (skip_one_token && n_tokens == 1) return Variant::Skip;
   const bool use_single = single && (n_tokens <= single_max || always_single);
   if (single_only) return use_single ? Variant::Single : Variant::Skip;
   if (use_single) return Variant::Single;
@@ -126,6 +130,7 @@ void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, con
   const gpu::KernelKey key{"add_rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}, {"WG", wg}}};
   add(key, {y, sum, a, b, w, *step_}, Grid::PerToken, 1);
   if (d % 32 == 0) q8_producer(y, key, {y, sum, a, b, w, *step_});
+  norm_producer_.assign(1, NormProducer{g_.ops.size() - 1, &y, &sum, &a, &b, &w, d, eps});
 }
 
 void GraphBuilder::q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b) {
@@ -157,6 +162,13 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
   const bool q8 = xq_ && w.cols % 32 == 0 &&
                   std::any_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
   const uint32_t q8_max = one_token ? 1 : q8_max_;  // the longest pass that reads int8 x
+  // Decode: the matvec makes x from the add_rmsnorm's inputs itself (x_q8_norm.wgsl), and one-token
+  // passes skip that dispatch. Its workgroup memory holds 1.25 bytes per column.
+  const NormProducer* norm = nullptr;
+  if (q8 && !one_token && w.parts.size() == 1 && q8_x_type(w.parts[0].type) && !norm_producer_.empty() &&
+      norm_producer_[0].op + 1 == g_.ops.size() && norm_producer_[0].y == &x && norm_producer_[0].d == w.cols &&
+      w.cols <= kNormMaxCols)
+    norm = &norm_producer_[0];
   if (q8) {
     const uint64_t units = (uint64_t)q8_max * w.cols / 32;
     if (xq_->size() < units * 32 || xs_->size() < units * 8)
@@ -188,21 +200,29 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     const uint32_t lanes = w.cols >= 4096 ? 64 : 32;
     auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
       std::map<std::string, double> mc = c;
-      const uint32_t lanes_here = tt == 1 ? lanes : q8_lanes_, wg = tt == 1 ? 2 * lanes : 64;
+      const bool fused = tt == 1 && norm;
+      // x made per workgroup: kNormRows rows each, so that work is shared by many rows.
+      const uint32_t groups = fused ? kNormRows / rpl : 2;
+      const uint32_t lanes_here = tt > 1 ? q8_lanes_ : groups * lanes > 1024 ? 32 : lanes;
+      const uint32_t wg = tt == 1 ? groups * lanes_here : 64;
       mc["RPL"] = rpl, mc["LANES"] = lanes_here, mc["WG"] = wg;
       if (tt > 1) mc["TT"] = tt;
+      if (fused) mc["GROUPS"] = groups, mc["NORM_EPS"] = norm->eps;
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
-      if (tt == 1) inc["XIN"] = int8_x ? "x_q8" : "x_f32";
+      if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32";
       const gpu::Pipeline& mv = k_.get({tt == 1 ? "matvec" : "matvec_tokens", inc, mc});
       Dispatch& d = g_.ops.back();
-      gpu::BindGroup bg = tt > 1    ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_, *step_}, kind + ":" + y.label())
-                          : int8_x ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_}, kind + ":" + y.label())
-                                   : k_.device().bind(mv, {y, x, p.buf}, kind + ":" + y.label());
-      const std::string role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) + (w.gated ? "_gated" : "");
+      gpu::BindGroup bg =
+          tt > 1   ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_, *step_}, kind + ":" + y.label())
+          : fused  ? k_.device().bind(mv, {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w}, kind + "_norm:" + y.label())
+          : int8_x ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_}, kind + ":" + y.label())
+                   : k_.device().bind(mv, {y, x, p.buf}, kind + ":" + y.label());
+      const std::string role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) + (w.gated ? "_gated" : "") +
+                               (fused ? "_norm" : "");
       if (tt == 1) {
         d.single = &mv, d.single_group = std::move(bg), d.single_role = role;
-        d.single_groups = (p.rows + 2 * rpl - 1) / (2 * rpl);  // 2 lane groups per workgroup
+        d.single_groups = (p.rows + groups * rpl - 1) / (groups * rpl);
       } else {
         d.few = &mv, d.few_group = std::move(bg), d.few_role = role + "_tokens";
         const uint32_t rows_per_group = wg / lanes_here * rpl;
@@ -215,6 +235,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     // Short passes: the same kernel over groups of tokens, each weight unit fetched once per group.
     if (int8_x && q8_max > 1) matvec(q8_rpl_, q8_tt_, "matvec_q8_tokens");
   }
+  if (norm) g_.ops[norm->op].skip_one_token = true;
 }
 
 bool GraphBuilder::q8_x_type(GgmlType t) {

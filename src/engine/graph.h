@@ -41,6 +41,7 @@ struct Dispatch {
   bool single_per_token = false;
   bool always_single = false;  // the pass has one token whatever its length (the LM head of the last one)
   bool single_only = false;    // longer passes skip it (quantize_q8: only passes that read int8 x need it)
+  bool skip_one_token = false; // one-token passes skip it (an add_rmsnorm whose matvec makes x itself)
   // A variant for passes of 2..few_max tokens (short prompts): the matvec on int8 x, few_blocks
   // groups per group of few_tokens tokens.
   const gpu::Pipeline* few = nullptr;
@@ -160,6 +161,15 @@ class GraphBuilder {
     std::vector<gpu::Binding> bindings;
   };
   std::vector<Q8Producer> q8_producer_;  // empty or one
+  // The add_rmsnorm just added (op index and its inputs): a one-token matvec on its output can do its
+  // work instead (x_q8_norm.wgsl).
+  struct NormProducer {
+    size_t op;
+    const gpu::Buffer *y, *sum, *a, *b, *w;
+    uint32_t d;
+    float eps;
+  };
+  std::vector<NormProducer> norm_producer_;  // empty or one
   void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b);
   bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens);
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
