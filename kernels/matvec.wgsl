@@ -10,6 +10,7 @@
 //!include WEIGHT
 //!include XIN
 //!include DOT
+//!include XOUT
 //!include matvec_sums
 
 override ROWS: u32;
@@ -23,6 +24,8 @@ override LANES: u32 = 32u;  // lanes per group (32 or 64): more lanes, more load
 override GROUPS: u32 = 2u;  // lane groups per workgroup (more where x_q8_norm prepares x per workgroup)
 override WG: u32 = 64u;     // GROUPS * LANES
 const TT = 1u;
+const KEEP_SUMS = EMIT_Q8;
+const XQ_BINDING = X_BINDINGS;  // XOUT's int8 units follow x's bindings
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
@@ -48,4 +51,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
   }
   write_sums(&acc, lid, row0, 0u, 1u, x_scale());
+  // XOUT = x_out_q8: the workgroup's rows are one whole 32-element unit of y (the host checks), stored
+  // as int8 units for the next matvec too, which saves a quantize_q8 dispatch.
+  if (EMIT_Q8) {
+    workgroupBarrier();
+    if (lid == 0u) {
+      var v: array<vec4f, 8>;
+      for (var i = 0u; i < 8u; i++) { v[i] = vec4f(kept[4u * i], kept[4u * i + 1u], kept[4u * i + 2u], kept[4u * i + 3u]); }
+      store_q8((Y_OFFSET + row0) / 32u, &v);
+    }
+  }
 }

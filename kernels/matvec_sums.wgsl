@@ -3,6 +3,7 @@
 // the group writes output i = (token t0 + i / RPL, row row0 + i % RPL), or silu(gate) * up, the sums
 // times `scale` (x's rmsnorm factor with x_q8_norm.wgsl, else 1).
 var<workgroup> red: array<f32, 2u * RPL * TT * WG>;  // [half][token][row][WG lanes]
+var<workgroup> kept: array<f32, 32>;  // KEEP_SUMS: the outputs of one token, by row in the workgroup
 
 fn write_sums(acc: ptr<function, array<f32, 32>>, lid: u32, row0: u32, t0: u32, nt: u32, scale: f32) {
   let lane = lid % LANES;
@@ -22,5 +23,6 @@ fn write_sums(acc: ptr<function, array<f32, 32>>, lid: u32, row0: u32, t0: u32, 
     var r = red[(t * RPL + j) * WG + base] * scale;
     if (GATED) { r = r / (1.0 + exp(-r)) * red[((TT + t) * RPL + j) * WG + base] * scale; }
     y[(t0 + t) * Y_STRIDE + Y_OFFSET + row0 + j] = r;
+    if (KEEP_SUMS) { kept[(lid / LANES) * RPL + j] = r; }
   }
 }

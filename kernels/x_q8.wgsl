@@ -4,6 +4,7 @@
 @group(0) @binding(1) var<storage, read> xq: array<vec4u>;
 @group(0) @binding(3) var<storage, read> xs: array<vec2f>;
 const STEP_BINDING = 4u;
+const X_BINDINGS = 4u;  // bindings 0-3 are the kernel's and x's
 
 struct XUnit {
   lo: vec4u,  // elements 0..15, four per word, element 4i in the low byte of word i

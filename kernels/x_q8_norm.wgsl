@@ -11,6 +11,7 @@
 @group(0) @binding(4) var<storage, read> xb: array<vec4f>;
 @group(0) @binding(5) var<storage, read> xnorm: array<vec4f>;
 override NORM_EPS: f32;
+const X_BINDINGS = 6u;
 
 struct XUnit {
   lo: vec4u,

@@ -183,6 +183,41 @@ INSTANTIATE_TEST_SUITE_P(
              (c.gated ? "_gated" : "") + "_T" + std::to_string(c.T);
     });
 
+// The FFN at decode: add_rmsnorm, gate|up, down. The gated matvec makes its x (above) and stores h
+// as int8 units itself, so one-token passes skip both the add_rmsnorm and the quantize_q8 before down.
+TEST(Int8Matvec, GatedStoresUnitsForDown) {
+  gpu::Kernels k(device());
+  const uint32_t d = 256, ff = 320;
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K}) {
+    EncodedMatrix gate(t, ff, d, 61), up(t, ff, d, 62), down(GgmlType::Q4_0, 96, ff, 63);
+    Matrix gu = upload_gated(device(), "test.gate_up", gate.view, up.view);
+    Matrix dn = upload_matrix(device(), "test.down", {&down.view});
+    std::vector<float> a = random_vec(d, 64), bres = random_vec(d, 65), nw = random_vec(d, 66, 0.3f);
+    gpu::Buffer ab = upload("test.a", a), bb = upload("test.b", bres), nwb = upload("test.norm", nw);
+    gpu::Buffer xb = device().buffer("test.xb", d * 4), sum = device().buffer("test.sum", d * 4);
+    gpu::Buffer h = device().buffer("test.h", ff * 4), y = device().buffer("test.y", 96 * 4);
+    gpu::Buffer xq = device().buffer("test.xq", 4 * ff), xs = device().buffer("test.xs", 4 * ff / 32 * 8);
+    gpu::Buffer step = step_buffer(0, 1);
+    Graph g;
+    GraphBuilder b(k, g, step);
+    b.use_q8_x(xq, xs, 4);
+    b.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
+    b.matmul(h, xb, gu);
+    b.matmul(y, h, dn);
+    ASSERT_EQ(g.ops.size(), 4u);
+    EXPECT_EQ(g.ops[1].single_role, std::string("matvec_q8_") + (t == GgmlType::Q4_0 ? "q4_0" : "q4_k") + "_gated_norm_q8");
+    EXPECT_EQ(g.ops[2].single_role, "quantize_q8");
+    EXPECT_EQ(g.ops[2].variant(1), Variant::Skip);
+    EXPECT_EQ(g.ops[2].variant(3), Variant::Single);  // longer passes still quantize h
+    run(g, 0, 1);
+    std::vector<float> s(d);
+    for (uint32_t i = 0; i < d; i++) s[i] = a[i] + bres[i];
+    const std::vector<float> hh = ref::gated_matmul(gate.ref(), up.ref(), ref::quantize_q8(ref::rmsnorm(s, nw, d, 1e-5f)));
+    EXPECT_LT(nmse(read(h, ff), hh), 1e-8) << type_name(t);
+    EXPECT_LT(nmse(read(y, 96), ref::matmul(down.ref(), ref::quantize_q8(hh))), 1e-8) << type_name(t);
+  }
+}
+
 // Short passes: token groups of TT through the int8 matvec (Variant::Few), plain and gated, with
 // partial last groups, several rows per lane, and columns enough for 64 lanes.
 struct TokensCase {

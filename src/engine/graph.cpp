@@ -173,7 +173,11 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     const uint64_t units = (uint64_t)q8_max * w.cols / 32;
     if (xq_->size() < units * 32 || xs_->size() < units * 8)
       throw ModelError("int8 x buffers hold " + std::to_string(xq_->size()) + " bytes, " + std::to_string(units * 32) + " needed");
-    if (one_token || !emit_q8_from_producer(x, q8_max)) add_quantize_q8(x, w.cols, one_token, q8_max);
+    if (one_token || !emit_q8_from_producer(x, q8_max)) {
+      const bool from_matvec = !one_token && emit_q8_from_matvec(x);  // one token: its units are made
+      add_quantize_q8(x, w.cols, one_token, q8_max);
+      g_.ops.back().skip_one_token = from_matvec;
+    }
   }
   for (const MatrixPart& p : w.parts) {
     std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
@@ -210,7 +214,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       if (fused) mc["GROUPS"] = groups, mc["NORM_EPS"] = norm->eps;
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
-      if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32";
+      if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
       const gpu::Pipeline& mv = k_.get({tt == 1 ? "matvec" : "matvec_tokens", inc, mc});
       Dispatch& d = g_.ops.back();
       gpu::BindGroup bg =
@@ -220,6 +224,14 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
                    : k_.device().bind(mv, {y, x, p.buf}, kind + ":" + y.label());
       const std::string role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) + (w.gated ? "_gated" : "") +
                                (fused ? "_norm" : "");
+      // A matvec that makes x in the workgroup and owns whole 32-row units can also store y as int8
+      // units (into xq/xs, which it does not read) for a matvec after it (emit_q8_from_matvec).
+      if (fused && groups * rpl == 32 && p.row0 % 32 == 0) {
+        gpu::KernelKey ek{"matvec", inc, mc};
+        ek.includes["XOUT"] = "x_out_q8";
+        q8_matvec_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, ek,
+                                                 {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w}});
+      }
       if (tt == 1) {
         d.single = &mv, d.single_group = std::move(bg), d.single_role = role;
         d.single_groups = (p.rows + groups * rpl - 1) / (groups * rpl);
@@ -236,6 +248,21 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     if (int8_x && q8_max > 1) matvec(q8_rpl_, q8_tt_, "matvec_q8_tokens");
   }
   if (norm) g_.ops[norm->op].skip_one_token = true;
+}
+
+// When the dispatch just added is a decode matvec that can store x as int8 units (see matmul), its
+// one-token variant now does, and the caller's quantize_q8 skips one-token passes.
+bool GraphBuilder::emit_q8_from_matvec(const gpu::Buffer& x) {
+  if (q8_matvec_producer_.empty()) return false;
+  const Q8Producer& p = q8_matvec_producer_[0];
+  if (p.op + 1 != g_.ops.size() || p.y != &x) return false;
+  std::vector<gpu::Binding> b = p.bindings;
+  b.push_back(*xq_), b.push_back(*xs_);
+  Dispatch& d = g_.ops[p.op];
+  d.single = &k_.get(p.key);
+  d.single_group = k_.device().bind(*d.single, b, "matvec_q8:" + x.label());
+  d.single_role += "_q8";
+  return true;
 }
 
 bool GraphBuilder::q8_x_type(GgmlType t) {

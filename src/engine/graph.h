@@ -170,6 +170,10 @@ class GraphBuilder {
     float eps;
   };
   std::vector<NormProducer> norm_producer_;  // empty or one
+  // The decode matvec just added, if it can store its output as int8 units too (whole units per
+  // workgroup, x not read from xq/xs): its one-token key and bindings.
+  std::vector<Q8Producer> q8_matvec_producer_;  // empty or one
+  bool emit_q8_from_matvec(const gpu::Buffer& x);
   void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b);
   bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens);
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
