@@ -40,13 +40,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<f32, 32>;  // [half][row]: RPL rows, then their up rows when GATED
   let units = COLS / 32u;
   let rb = w_row_bytes();
-  for (var u = lane; u < units; u += LANES) {
-    var xu = x_unit(0u, u);
+  for (var s = lane; s < units / DOT_UNITS; s += LANES) {  // DOT_UNITS units a turn (the DOT snippet says which)
+    var xs: array<XUnit, DOT_UNITS>;
+    for (var i = 0u; i < DOT_UNITS; i++) { xs[i] = x_unit(0u, step_unit(s, i)); }
     for (var j = 0u; j < RPL; j++) {
       let r = row0 + j;
       if (r < ROWS) {
-        acc[j] += w_dot(r * rb, u, &xu);
-        if (GATED) { acc[RPL + j] += w_dot((r + ROWS) * rb, u, &xu); }
+        acc[j] += w_dot_step(r * rb, s, &xs);
+        if (GATED) { acc[RPL + j] += w_dot_step((r + ROWS) * rb, s, &xs); }
       }
     }
   }
