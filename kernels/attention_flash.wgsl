@@ -73,6 +73,14 @@ fn halves(w: u32, x: u32) -> vec4f {
   return vec4f(unpack2x16float(w), unpack2x16float(x));
 }
 
+// acc + qa.ka + qb.kb as a chain of 8 FMAs (dot() + dot() + acc takes 10 instructions).
+fn dot8(acc: f32, qa: vec4f, qb: vec4f, ka: vec4f, kb: vec4f) -> f32 {
+  var r = acc;
+  for (var c = 0u; c < 4u; c++) { r = fma(qa[c], ka[c], r); }
+  for (var c = 0u; c < 4u; c++) { r = fma(qb[c], kb[c], r); }
+  return r;
+}
+
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
@@ -119,7 +127,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var i = 0u; i < 4u; i++) {
         let qa = qt[(rg + 8u * i) * QST + 2u * d];
         let qb = qt[(rg + 8u * i) * QST + 2u * d + 1u];
-        s[i] += vec2f(dot(qa, a0) + dot(qb, b0), dot(qa, a1) + dot(qb, b1));
+        s[i] = vec2f(dot8(s[i].x, qa, qb, a0, b0), dot8(s[i].y, qa, qb, a1, b1));
       }
     }
     var mx: vec4f;
@@ -166,8 +174,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
       for (var w = 0u; w < W; w++) {
         let v = unpack2x16float(vw[w]);
-        o[2u * w] += pj * v.x;
-        o[2u * w + 1u] += pj * v.y;
+        o[2u * w] = fma(pj, vec4f(v.x), o[2u * w]);
+        o[2u * w + 1u] = fma(pj, vec4f(v.y), o[2u * w + 1u]);
       }
     }
     workgroupBarrier();  // everyone is done with the weights and values before the next tile's
