@@ -87,30 +87,28 @@ TEST_P(NormTest, RmsNormAndAddRmsNormMatchCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(64u, 300u, 2048u, 8260u));
 
-// RoPE + KV append + split-K paged attention over a chunk at a non-zero position, with a shuffled
-// page table, several splits, GQA, both RoPE styles, QK-norm and bias; each of the attention kernel's
-// three forms.
-enum class AttnForm { Heads, Grouped, Blocked };  // a workgroup per query head / per KV head / per KV head and 2 tokens
-struct AttnCase {
+// RoPE + KV append + paged attention over a chunk at a non-zero position, with a shuffled page
+// table, several splits, GQA, both RoPE styles, QK-norm and bias; each of the attention kernel's
+// forms, and flash attention (no splits) on longer chunks.
+enum class AttnForm { Heads, Grouped, Blocked, Flash };  // a workgroup per query head / per KV head / per KV head and 2 tokens / per 32 rows
+struct AttnProblem {
+  uint32_t pos0, T, hd, nh, nkv, rot, page, split;
   bool neox, qk_norm, bias;
-  uint32_t rot;
-  AttnForm form = AttnForm::Heads;
-  uint32_t pos0 = 37;  // 1100: 69 splits, more than attention_combine's chunk of 64
-  uint32_t nkv = 2;    // 8: one KV head per query head (blocks of 8 tokens)
+  bool q8 = false;  // a matmul on Q8_0 weights reads att: its producer also stores int8 units (graph.h use_q8_x)
 };
-class AttentionTest : public ::testing::TestWithParam<AttnCase> {};
 
-TEST_P(AttentionTest, MatchesCpu) {
-  const AttnCase ac = GetParam();
+// Runs the problem through GraphBuilder in `form` and checks q, the cache rows and att against the
+// CPU (and with q8, the int8 units against ref::quantize_q8 of att).
+static void check_attention(const AttnProblem& pr, AttnForm form) {
   gpu::Kernels k(device());
-  const uint32_t pos0 = ac.pos0, T = 7, hd = 32, nh = 8, nkv = ac.nkv, page = 4, split = 16;
+  const uint32_t pos0 = pr.pos0, T = pr.T, hd = pr.hd, nh = pr.nh, nkv = pr.nkv, page = pr.page, split = pr.split;
   const uint32_t ctx = (pos0 + T + 63) / 64 * 64, qkvw = (nh + 2 * nkv) * hd, kvw = nkv * hd;
   const float theta = 10000.f, eps = 1e-6f;
   ModelConfig cfg;
-  cfg.rotary_dim = ac.rot;
+  cfg.rotary_dim = pr.rot;
   cfg.rope_theta = theta;
-  ref::AttnShape rs{hd, nh, nkv, ac.rot, ac.neox, ac.qk_norm, eps};
-  GraphBuilder::AttnShape gs{hd, nh, nkv, ac.rot, page, split, ac.neox, ac.qk_norm, ac.bias, eps};
+  ref::AttnShape rs{hd, nh, nkv, pr.rot, pr.neox, pr.qk_norm, eps};
+  GraphBuilder::AttnShape gs{hd, nh, nkv, pr.rot, page, split, pr.neox, pr.qk_norm, pr.bias, eps};
 
   // Earlier positions come from the CPU; the GPU cache gets the same rows at their paged slots.
   std::vector<float> aux = random_vec(2 * hd + qkvw, 10, 0.3f);
@@ -119,7 +117,7 @@ TEST_P(AttentionTest, MatchesCpu) {
   std::vector<float> rows = raw;
   std::vector<float> keys, values;  // as the cache holds them: through f16
   for (uint32_t p = 0; p < pos0 + T; p++) {
-    ref::rope_qkv(&rows[p * qkvw], aux, ac.bias, rs, p, theta, {});
+    ref::rope_qkv(&rows[p * qkvw], aux, pr.bias, rs, p, theta, {});
     ref::round_to_f16(&rows[p * qkvw + nh * hd], 2 * kvw);
     keys.insert(keys.end(), &rows[p * qkvw + nh * hd], &rows[p * qkvw + (nh + nkv) * hd]);
     values.insert(values.end(), &rows[p * qkvw + (nh + nkv) * hd], &rows[(p + 1) * qkvw]);
@@ -151,17 +149,32 @@ TEST_P(AttentionTest, MatchesCpu) {
   device().write(pageb, pages.data(), pages.size() * 4);
   gpu::Buffer q = device().buffer("test.q", T * nh * hd * 4), att = device().buffer("test.att", T * nh * hd * 4);
   gpu::Buffer part = device().buffer("test.part", (size_t)T * nh * (ctx / split) * (hd + 2) * 4);
+  gpu::Buffer xq = device().buffer("test.xq", T * nh * hd), xs = device().buffer("test.xs", T * nh * hd / 32 * 8);
+  gpu::Buffer proj = device().buffer("test.proj", T * 32 * 4);
+  EncodedMatrix wo(GgmlType::Q8_0, 32, nh * hd, 14);
+  Matrix wom = upload_matrix(device(), "test.wo", {&wo.view});
   gpu::Buffer step = step_buffer(pos0, T);
   Graph g;
   GraphBuilder gb(k, g, step);
+  if (pr.q8) gb.use_q8_x(xq, xs, T);
   gb.rope_kv(q, kcb, vcb, qkv, auxb, rope, pageb, gs);
-  gb.attention(part, q, kcb, vcb, pageb, gs);
+  gb.attention(att, part, q, kcb, vcb, pageb, gs);
   gb.attention_combine(att, part, gs);
+  if (pr.q8) gb.matmul(proj, att, wom);  // att's int8 units: from the combine, or in flash passes the attention
   Dispatch& d = g.ops[1];
   ASSERT_NE(d.blocked, nullptr);  // long passes take it by default
   ASSERT_LE(d.blocked_min, T);
-  if (ac.form != AttnForm::Blocked) d.blocked = nullptr;
-  if (ac.form == AttnForm::Grouped) {
+  if (form == AttnForm::Flash) {
+    ASSERT_NE(d.flash, nullptr);
+    ASSERT_LE(d.flash_min, T);
+    ASSERT_EQ(g.ops[2].variant(T), Variant::Skip);  // flash attention writes att itself
+    ASSERT_EQ(d.flash_q8 != nullptr, pr.q8);
+  } else {
+    d.flash = nullptr;
+    g.ops[2].skip_min = 0;
+  }
+  if (form != AttnForm::Blocked) d.blocked = nullptr;
+  if (form == AttnForm::Grouped) {
     ASSERT_NE(d.grouped, nullptr);
     d.grouped_min = 0;
   } else {
@@ -188,7 +201,38 @@ TEST_P(AttentionTest, MatchesCpu) {
     EXPECT_LT(nmse(gk, wk), 1e-7) << "key at " << p;  // rope may round a half the other way
     EXPECT_EQ(gv, wv) << "value at " << p;
   }
-  EXPECT_LT(nmse(read(att, want_att.size()), want_att), 1e-10);
+  const std::vector<float> got = read(att, want_att.size());
+  EXPECT_LT(nmse(got, want_att), 1e-10);
+  for (uint32_t t = 0; t < T; t++) {  // every token, not just on average
+    std::vector<float> a(&got[t * nh * hd], &got[(t + 1) * nh * hd]), w(&want_att[t * nh * hd], &want_att[(t + 1) * nh * hd]);
+    EXPECT_LT(nmse(a, w), 1e-9) << "token " << t;
+  }
+  if (!pr.q8) return;
+  // The units as x_q8.wgsl stores them: 32 int8 per unit in xq, (d, sum of q) per unit in xs.
+  const std::vector<int8_t> qs = device().read_as<int8_t>(xq, want_att.size());
+  const std::vector<float> ds = read(xs, want_att.size() / 32 * 2);
+  std::vector<float> deq(want_att.size());
+  for (size_t u = 0; u < want_att.size() / 32; u++) {
+    int sum = 0;
+    for (size_t i = 0; i < 32; i++) deq[u * 32 + i] = ds[2 * u] * qs[u * 32 + i], sum += qs[u * 32 + i];
+    ASSERT_EQ(ds[2 * u + 1], (float)sum) << "unit " << u;
+  }
+  EXPECT_LT(nmse(deq, ref::quantize_q8(got)), 1e-10);
+  EXPECT_LT(nmse(deq, want_att), 1e-4);  // int8 rounding
+}
+
+struct AttnCase {
+  bool neox, qk_norm, bias;
+  uint32_t rot;
+  AttnForm form = AttnForm::Heads;
+  uint32_t pos0 = 37;  // 1100: 69 splits, more than attention_combine's chunk of 64
+  uint32_t nkv = 2;    // 8: one KV head per query head (blocks of 8 tokens)
+};
+class AttentionTest : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(AttentionTest, MatchesCpu) {
+  const AttnCase ac = GetParam();
+  check_attention({ac.pos0, 7, 32, 8, ac.nkv, ac.rot, 4, 16, ac.neox, ac.qk_norm, ac.bias}, ac.form);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionTest,
@@ -208,6 +252,64 @@ INSTANTIATE_TEST_SUITE_P(Variants, AttentionTest,
                                   (c.form == AttnForm::Grouped ? "_grouped" : c.form == AttnForm::Blocked ? "_blocked" : "") +
                                   (c.pos0 > 64 ? "_long" : "") + (c.nkv == 8 ? "_mha" : "");
                          });
+
+// Flash attention (passes of 64+ tokens, no splits): token counts that are not a multiple of a tile's
+// 32 / G tokens, positions from 0 and past the chunk, head sizes 32 to 128, G = 1..8 query heads per
+// KV head (nkv = 2), with and without the int8 units of att.
+struct FlashCase {
+  uint32_t T, pos0, hd, g;
+  bool neox, q8;
+};
+class FlashAttentionTest : public ::testing::TestWithParam<FlashCase> {};
+
+TEST_P(FlashAttentionTest, MatchesCpu) {
+  const FlashCase c = GetParam();
+  check_attention({c.pos0, c.T, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8},
+                  AttnForm::Flash);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
+                         ::testing::Values(FlashCase{70, 0, 64, 1, false, true}, FlashCase{130, 37, 128, 1, true, true},
+                                           FlashCase{130, 300, 64, 2, true, true}, FlashCase{70, 37, 128, 2, false, true},
+                                           FlashCase{70, 300, 128, 4, true, false}, FlashCase{130, 0, 64, 4, false, true},
+                                           FlashCase{70, 37, 128, 8, true, true}, FlashCase{130, 300, 64, 8, false, false},
+                                           FlashCase{64, 0, 128, 8, false, true}, FlashCase{70, 300, 96, 2, true, true},
+                                           FlashCase{70, 37, 32, 4, false, true}),
+                         [](const auto& info) {
+                           const FlashCase& c = info.param;
+                           return "T" + std::to_string(c.T) + "_pos" + std::to_string(c.pos0) + "_hd" +
+                                  std::to_string(c.hd) + "_g" + std::to_string(c.g) + (c.neox ? "_neox" : "_normal") +
+                                  (c.q8 ? "_q8" : "");
+                         });
+
+// The whole forward pass with flash attention: the synth "tiny" llama widened to 8 heads x 64 over 2
+// KV heads (G = 4), 150 ids prefilled in chunks of 128 (flash) and 22 (the blocked kernel and the
+// combine), against the CPU reference. F16: with this random model's Q8_0 weights even one-token
+// passes differ from the int8 CPU twin by ~1e-4 (int8 roundings flip); FlashAttentionTest checks
+// the int8 units of att.
+TEST(Kernels, FlashForwardMatchesCpuReference) {
+  ModelConfig c = synth_shape("tiny");
+  c.hidden_size = 512, c.head_dim = c.rotary_dim = 64, c.num_key_value_heads = 2;
+  const std::string path = std::filesystem::temp_directory_path() / ("ztvm_flash_" + std::to_string(::getpid()) + ".gguf");
+  synth_model(c, QuantMix::F16, nullptr, path);
+  auto model = open_model(path);
+  std::filesystem::remove(path);
+  Forward fwd(device(), *model, 256, 128);
+  ASSERT_EQ(fwd.max_chunk(), 128u);
+  size_t flash = 0, skipped = 0;
+  for (const Dispatch& d : fwd.graph(Head::AllLogits).ops) {
+    flash += d.flash && d.flash_min <= 128 && d.flash_min > 22;
+    skipped += d.variant(128) == Variant::Skip && d.variant(22) != Variant::Skip;
+  }
+  EXPECT_EQ(flash, 2u) << "both layers' attention";
+  EXPECT_EQ(skipped, 2u) << "both layers' attention_combine";
+  std::vector<int32_t> ids(150);
+  for (uint32_t i = 0; i < ids.size(); i++) ids[i] = (int32_t)((i * 37 + 1) % model->config.vocab_size);
+  std::vector<float> gpu = Generator(fwd).logits(ids);
+  std::vector<float> cpu = ref::forward_logits(*model, ids, true);  // f16 KV, as the GPU's
+  ASSERT_EQ(gpu.size(), cpu.size());
+  EXPECT_LT(nmse(gpu, cpu), 1e-8);  // a key may round to the neighbouring half (engine_model_test)
+}
 
 TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {
   gpu::Kernels k(device());

@@ -115,8 +115,8 @@ void Forward::build(Head head, uint32_t split, Graph& graph) {
     const gpu::Buffer& next_norm = l + 1 < c.num_hidden_layers ? w.layers[l + 1].attn_norm : w.output_norm;
     g.matmul(s.qkv, s.xb, L.qkv);                             // qkv = [Wq; Wk; Wv] xb
     g.rope_kv(s.q, s.k_cache[l], s.v_cache[l], s.qkv, L.aux, s.rope, s.pages, shape);  // q, k = rope(qk_norm(q, k)); cache k, v
-    g.attention(s.part, s.q, s.k_cache[l], s.v_cache[l], s.pages, shape);  // softmax(q k^T / sqrt(hd)) v, per split
-    g.attention_combine(s.att, s.part, shape);                // merge the splits
+    g.attention(s.att, s.part, s.q, s.k_cache[l], s.v_cache[l], s.pages, shape);  // softmax(q k^T / sqrt(hd)) v, per split (long passes: att)
+    g.attention_combine(s.att, s.part, shape);                // merge the splits (not after flash attention)
     g.matmul(s.proj, s.att, L.attn_output);                   // proj = Wo att
     g.add_rmsnorm(s.xb, s.x_b, s.x_a, s.proj, L.ffn_norm, d, eps);  // x' = x + proj; xb = rmsnorm(x') * ffn_norm
     g.matmul(s.h, s.xb, L.gate_up);                           // h = silu(Wgate xb) * (Wup xb)

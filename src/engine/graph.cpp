@@ -18,10 +18,14 @@ static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
 // Passes of kAttnBlockedMinTokens+ tokens: attention workgroups of kAttnRows query rows, up to
 // kAttnBlockHeads heads of a KV head x tokens (H200: 4 x 2 beat 1 x 8; prefill-1024 +17%).
 static constexpr uint32_t kAttnRows = 8, kAttnBlockHeads = 4, kAttnBlockedMinTokens = 2;
-static constexpr uint32_t kAttnGroupedMin = 256;
+static constexpr uint32_t kAttnGroupedMin = 256;  // workgroups (about 2 per H200 SM) before grouping heads
+// Passes of kAttnFlashMinTokens+ tokens: flash attention (attention_flash.wgsl), tiles of 32 query rows
+// with no split-K and no combine, where the heads allow (HD % 32 == 0, HD <= 128, NH / NKV divides 32).
+// Its workgroups are (NH / G) x T / (32 / G): shorter passes would leave much of a large GPU idle.
+static constexpr uint32_t kAttnFlashMinTokens = 64, kAttnFlashRows = 32;
 // A decode matvec that makes its x from the residual step (x_q8_norm.wgsl) serves kNormRows rows per
-// workgroup: each workgroup reads the whole residual, so few of them.
-static constexpr uint32_t kNormRows = 32, kNormMaxCols = 8192;  // workgroups (about 2 per H200 SM) before grouping heads
+// workgroup: each workgroup reads the whole residual, so few of them (H200: 32 beat 16 and 64).
+static constexpr uint32_t kNormRows = 32, kNormMaxCols = 8192;
 
 std::string weight_snippet(GgmlType t) {
   switch (t) {
@@ -38,6 +42,7 @@ std::string weight_snippet(GgmlType t) {
 
 Variant Dispatch::variant(uint32_t n_tokens) const {
   if (skip_one_token && n_tokens == 1) return Variant::Skip;
+  if (skip_min && n_tokens >= skip_min) return Variant::Skip;
   const bool use_single = single && (n_tokens <= single_max || always_single);
   if (single_only) return use_single ? Variant::Single : Variant::Skip;
   if (use_single) return Variant::Single;
@@ -77,6 +82,14 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       case Grid::AttentionSplits: {
         const uint32_t splits = (pos0 + n_tokens + d.b - 1) / d.b;
         const uint64_t kv_bytes = d.bytes_per_position * (pos0 + n_tokens);  // the cache, read once
+        if (d.flash && n_tokens >= d.flash_min) {  // no splits
+          const uint32_t groups = d.flash_a * ((n_tokens + d.flash_tq - 1) / d.flash_tq);
+          if (d.flash_q8 && n_tokens <= d.flash_q8_max)
+            rec.dispatch(*d.flash_q8, d.flash_q8_group, groups, 1, "attention_flash_q8", kv_bytes);
+          else
+            rec.dispatch(*d.flash, d.flash_group, groups, 1, "attention_flash", kv_bytes);
+          continue;
+        }
         if (d.blocked && n_tokens >= d.blocked_min) {
           const uint32_t blocks = (n_tokens + d.blocked_tq - 1) / d.blocked_tq;
           rec.dispatch(*d.blocked, d.blocked_group, d.blocked_a * blocks * splits, 1, d.role, kv_bytes);
@@ -133,8 +146,9 @@ void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, con
   norm_producer_.assign(1, NormProducer{g_.ops.size() - 1, &y, &sum, &a, &b, &w, d, eps});
 }
 
-void GraphBuilder::q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b) {
-  q8_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, key, b});
+void GraphBuilder::q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
+                               std::optional<FlashOp> flash) {
+  q8_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, key, b, std::move(flash)});
 }
 
 // When the dispatch just added produced x, its one-token variant stores x as int8 units too.
@@ -153,6 +167,17 @@ bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_toke
   d.single_groups = d.a;  // Grid::PerToken
   d.single_per_token = true, d.single_max = max_tokens;
   d.single_role = d.role + "_q8";
+  if (p.flash) {  // the passes flash attention serves store the units there (the combine skips them)
+    gpu::KernelKey fk = p.flash->key;
+    fk.includes["XOUT"] = "x_out_q8";
+    std::vector<gpu::Binding> fb = p.flash->bindings;
+    fb.push_back(*xq_), fb.push_back(*xs_);
+    const gpu::Pipeline& fp = k_.get(fk);
+    Dispatch& a = g_.ops[p.flash->op];
+    a.flash_q8 = &fp;
+    a.flash_q8_group = k_.device().bind(fp, fb, "attention_flash_q8:" + x.label());
+    a.flash_q8_max = max_tokens;
+  }
   return true;
 }
 
@@ -336,8 +361,9 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
       {q, k_cache, v_cache, qkv, aux, rope, pages, *step_}, Grid::PerToken, s.nh + 2 * s.nkv);
 }
 
-void GraphBuilder::attention(const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
-                             const gpu::Buffer& v_cache, const gpu::Buffer& pages, const AttnShape& s) {
+void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, const gpu::Buffer& q,
+                             const gpu::Buffer& k_cache, const gpu::Buffer& v_cache, const gpu::Buffer& pages,
+                             const AttnShape& s) {
   if (s.hd % 8 != 0 || s.hd > 128) throw ModelError("attention: head size " + std::to_string(s.hd) + " is not a multiple of 8 up to 128");
   auto key = [&](uint32_t g) -> gpu::KernelKey {
     return {"attention", {},
@@ -364,6 +390,20 @@ void GraphBuilder::attention(const gpu::Buffer& part, const gpu::Buffer& q, cons
     d.blocked_group = k_.device().bind(bp, b, "attention_blocked:" + part.label());
     d.blocked_a = s.nh / blk_g, d.blocked_tq = tq, d.blocked_min = kAttnBlockedMinTokens;
   }
+  flash_.reset();
+  const uint32_t fg = s.nh / s.nkv;  // a tile is the query heads of one KV head x 32 / fg tokens
+  if (s.hd % 32 == 0 && kAttnFlashRows % fg == 0) {
+    FlashOp f{g_.ops.size() - 1,
+              {"attention_flash", {{"XOUT", "x_out_none"}},
+               {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", fg},
+                {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
+              {att, q, k_cache, v_cache, pages, *step_}};
+    const gpu::Pipeline& fp = k_.get(f.key);
+    d.flash = &fp;
+    d.flash_group = k_.device().bind(fp, f.bindings, "attention_flash:" + att.label());
+    d.flash_a = s.nh / fg, d.flash_tq = kAttnFlashRows / fg, d.flash_min = kAttnFlashMinTokens;
+    flash_ = std::move(f);
+  }
   if (g < 2) return;
   const gpu::Pipeline& p = k_.get(key(g));
   d.grouped = &p;
@@ -374,7 +414,10 @@ void GraphBuilder::attention(const gpu::Buffer& part, const gpu::Buffer& q, cons
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
   const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}}, {{"HD", s.hd}, {"NH", s.nh}, {"SPLIT", s.split}}};
   add(key, {att, part, *step_}, Grid::PerToken, s.nh);
-  if (s.hd % 32 == 0) q8_producer(att, key, {att, part, *step_});  // a head's output is whole units
+  std::optional<FlashOp> flash = std::move(flash_);  // the attention just before: its long passes wrote att
+  flash_.reset();
+  if (flash) g_.ops.back().skip_min = g_.ops[flash->op].flash_min;
+  if (s.hd % 32 == 0) q8_producer(att, key, {att, part, *step_}, std::move(flash));  // a head's output is whole units
 }
 
 void GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part,

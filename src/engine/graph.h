@@ -5,6 +5,7 @@
 #include <map>
 #include <stdexcept>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,15 @@ struct Dispatch {
   const gpu::Pipeline* blocked = nullptr;
   gpu::BindGroup blocked_group;
   uint32_t blocked_a = 0, blocked_tq = 0, blocked_min = 0;
+  // Flash attention (attention_flash.wgsl) for passes of at least flash_min tokens: flash_a head groups x
+  // token tiles of flash_tq, no splits, writing att itself (attention_combine skips those passes).
+  // flash_q8 also stores att as int8 units, in passes of up to flash_q8_max tokens (the combine's job).
+  const gpu::Pipeline* flash = nullptr;
+  gpu::BindGroup flash_group;
+  const gpu::Pipeline* flash_q8 = nullptr;
+  gpu::BindGroup flash_q8_group;
+  uint32_t flash_a = 0, flash_tq = 0, flash_min = 0, flash_q8_max = 0;
+  uint32_t skip_min = 0;  // non-zero: passes of at least skip_min tokens skip this dispatch
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
@@ -133,7 +143,9 @@ class GraphBuilder {
   };
   void rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache, const gpu::Buffer& qkv,
                const gpu::Buffer& aux, const gpu::Buffer& rope, const gpu::Buffer& pages, const AttnShape& s);
-  void attention(const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
+  // Split-K attention into part, merged into att by attention_combine; long passes of heads that
+  // attention_flash serves write att directly (and the combine that follows skips them).
+  void attention(const gpu::Buffer& att, const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
                  const gpu::Buffer& v_cache, const gpu::Buffer& pages, const AttnShape& s);
   void attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s);
   // part: scratch of kArgmaxParts (value, index) pairs between the two passes.
@@ -154,11 +166,19 @@ class GraphBuilder {
   bool q8_gemm_ = false;
   // The last dispatch, when it is a kernel that can also store its output y as int8 units (XOUT:
   // x_out_q8.wgsl): a matvec right after it on y then needs no quantize_q8 dispatch.
+  // An attention dispatch's flash variant, kept so that an int8 variant can be made of it later.
+  struct FlashOp {
+    size_t op;
+    gpu::KernelKey key;
+    std::vector<gpu::Binding> bindings;
+  };
+  std::optional<FlashOp> flash_;  // from attention() to the attention_combine() after it
   struct Q8Producer {
     size_t op;
     const gpu::Buffer* y;
     gpu::KernelKey key;
     std::vector<gpu::Binding> bindings;
+    std::optional<FlashOp> flash;  // writes y instead in long passes: it stores the int8 units then
   };
   std::vector<Q8Producer> q8_producer_;  // empty or one
   // The add_rmsnorm just added (op index and its inputs): a one-token matvec on its output can do its
@@ -174,7 +194,8 @@ class GraphBuilder {
   // workgroup, x not read from xq/xs): its one-token key and bindings.
   std::vector<Q8Producer> q8_matvec_producer_;  // empty or one
   bool emit_q8_from_matvec(const gpu::Buffer& x);
-  void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b);
+  void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
+                   std::optional<FlashOp> flash = std::nullopt);
   bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens);
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
   void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,

@@ -1,0 +1,211 @@
+// Flash attention for long passes (prefill): no split-K and no combine. A workgroup owns a tile of
+// 32 query rows, the G query heads of one KV head x 32 / G consecutive tokens (row r: head h0 + r % G
+// of token t0 + r / G), walks the positions its rows see (0 .. its last token's) 32 at a time with an
+// online softmax (running row max m and sum l), and writes the normalised rows to att, and with
+// x_out_q8 also as int8 units for gemm_q8. Token t sees positions [0, pos0 + t]. HD % 32 == 0, <= 128.
+//
+// 128 threads; thread (rg, cg) = (lid % 8, lid / 8) owns the rows rg + 8i (i < 4): in the scores
+// S = Q K^T the positions cg and cg + 16 of the tile, in O = P V the dims [cg HD/16, (cg + 1) HD/16).
+// Every workgroup-memory load feeds 16-32 FMAs (the blocked kernel fed 1-2), and the 8 row groups in
+// a warp read 8 neighbouring rows or one 128-byte line, so the loads take one pass each.
+//!include common
+//!include XOUT
+
+override HD: u32;
+override NH: u32;
+override NKV: u32;
+override PAGE: u32;
+override G: u32;      // query heads per tile: NH / NKV, dividing 32
+override SCALE: f32;  // 1 / sqrt(HD)
+
+@group(0) @binding(0) var<storage, read_write> att: array<vec4f>;  // [T, NH*HD]
+@group(0) @binding(1) var<storage, read> q: array<vec4f>;          // [T, NH*HD]
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4u>;    // [pages][NKV][HD / 8][PAGE] x 8 halves
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4u>;    // [pages][PAGE][NKV] rows of HD / 8 x 8 halves
+@group(0) @binding(4) var<storage, read> pages: array<u32>;
+@group(0) @binding(5) var<uniform> step: Step;
+const XQ_BINDING = 6u;
+
+const NEG: f32 = -1e30;  // finite "minus infinity": exp2(NEG - m) is 0, exp2(NEG - NEG) stays defined
+const LOG2E: f32 = 1.4426950408889634;
+const ROWS = 32u;        // query rows per workgroup
+const TILE = 32u;        // KV positions per step
+const WG = 128u;
+override TQ: u32 = ROWS / G;  // tokens per workgroup
+override HD4: u32 = HD / 4u;
+override HD8: u32 = HD / 8u;
+override QST: u32 = HD / 4u + 1u;  // vec4s per row of qt: one of padding, so neighbouring rows start in other banks
+override NL: u32 = HD / 32u;       // vec4u each thread loads per tile of keys (and of values): 32 x HD / 8 / 128
+override W: u32 = HD / 32u;        // f16 pairs (words) of a value row each thread owns: HD / 16 dims
+override QT_LEN: u32 = ROWS * QST;
+override KV_LEN: u32 = TILE * HD / 8u;
+
+// 16.5 + 8 + 4 + 2 KB at HD 128, within lavapipe's 32 KB.
+var<workgroup> qt: array<vec4f, QT_LEN>;  // [32 rows][QST]: queries x SCALE x log2(e), f32; at the end the output
+var<workgroup> kv: array<vec4u, KV_LEN>;  // keys [HD / 8][32 positions], then values [32 positions][HD / 8]
+var<workgroup> pt: array<vec4f, 256>;     // [32 positions][8 row groups]: the weights of rows rg + 8i
+var<workgroup> red: array<vec4f, 128>;    // [16 column groups][8 row groups]: partial row maxima, then sums
+
+// This thread's share of a tile's keys (positions b..b+31, past `end` the last valid one, weighted 0):
+// vec4u i = lid + 128 n is dims [8 (i / 32), +8) of position b + i % 32, as kv holds keys.
+fn load_keys(b: u32, end: u32, kvh: u32, lid: u32) -> array<vec4u, 4> {
+  var r: array<vec4u, 4>;
+  for (var n = 0u; n < NL; n++) {
+    let i = lid + n * WG;
+    let p = min(b + i % TILE, end - 1u);
+    r[n] = k_cache[((pages[p / PAGE] * NKV + kvh) * HD8 + i / TILE) * PAGE + p % PAGE];
+  }
+  return r;
+}
+
+// And of its values: vec4u i is dims [8 (i % (HD / 8)), +8) of position b + i / (HD / 8).
+fn load_values(b: u32, end: u32, kvh: u32, lid: u32) -> array<vec4u, 4> {
+  var r: array<vec4u, 4>;
+  for (var n = 0u; n < NL; n++) {
+    let i = lid + n * WG;
+    let p = min(b + i / HD8, end - 1u);
+    r[n] = v_cache[((pages[p / PAGE] * PAGE + p % PAGE) * NKV + kvh) * HD8 + i % HD8];
+  }
+  return r;
+}
+
+fn halves(w: u32, x: u32) -> vec4f {
+  return vec4f(unpack2x16float(w), unpack2x16float(x));
+}
+
+// acc + qa.ka + qb.kb as a chain of 8 FMAs (dot() + dot() + acc takes 10 instructions).
+fn dot8(acc: f32, qa: vec4f, qb: vec4f, ka: vec4f, kb: vec4f) -> f32 {
+  var r = acc;
+  for (var c = 0u; c < 4u; c++) { r = fma(qa[c], ka[c], r); }
+  for (var c = 0u; c < 4u; c++) { r = fma(qb[c], kb[c], r); }
+  return r;
+}
+
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let T = step.n_tokens;
+  let tiles = (T + TQ - 1u) / TQ;
+  let wg = flat_group(wid, nwg);
+  if (wg / (NH / G) >= tiles) { return; }
+  let h0 = (wg % (NH / G)) * G;
+  let kvh = h0 / (NH / NKV);
+  let t0 = (tiles - 1u - wg / (NH / G)) * TQ;  // the longest tiles (last tokens) start first
+  let end = step.pos0 + min(t0 + TQ, T);      // positions [0, end) are seen by some row
+  let rg = lid % 8u;
+  let cg = lid / 8u;
+
+  for (var i = lid; i < ROWS * HD4; i += WG) {
+    let r = i / HD4;
+    let t = min(t0 + r / G, T - 1u);  // rows past the pass repeat its last token, not stored
+    qt[r * QST + i % HD4] = q[(t * NH + h0 + r % G) * HD4 + i % HD4] * (SCALE * LOG2E);
+  }
+  var last: array<u32, 4>;  // the last position each of the thread's rows sees
+  for (var i = 0u; i < 4u; i++) { last[i] = step.pos0 + min(t0 + (rg + 8u * i) / G, T - 1u); }
+
+  var m = vec4f(NEG);      // the running max of rows rg + 8i, in log2 units
+  var l = vec4f(0.0);      // this thread's share of their sums, scaled like o
+  var o: array<vec4f, 8>;  // [dim cg HD/16 + k]: the 4 rows' outputs
+  var kr = load_keys(0u, end, kvh, lid);
+  var vr = load_values(0u, end, kvh, lid);
+  for (var b = 0u; b < end; b += TILE) {
+    for (var n = 0u; n < NL; n++) { kv[lid + n * WG] = kr[n]; }
+    workgroupBarrier();  // publishes the keys (and the queries)
+    let more = b + TILE < end;
+    if (more) { kr = load_keys(b + TILE, end, kvh, lid); }  // in flight while this tile computes
+
+    // Scores of rows rg + 8i at positions cg and cg + 16: 64 FMAs per 8 dims of keys.
+    // An explicit zero: a declaration alone zeroed it only on the first tile (Dawn's SPIR-V on lavapipe).
+    var s = array<vec2f, 4>();
+    for (var d = 0u; d < HD8; d++) {
+      let k0 = kv[d * TILE + cg];
+      let k1 = kv[d * TILE + cg + 16u];
+      let a0 = halves(k0.x, k0.y);
+      let b0 = halves(k0.z, k0.w);
+      let a1 = halves(k1.x, k1.y);
+      let b1 = halves(k1.z, k1.w);
+      for (var i = 0u; i < 4u; i++) {
+        let qa = qt[(rg + 8u * i) * QST + 2u * d];
+        let qb = qt[(rg + 8u * i) * QST + 2u * d + 1u];
+        s[i] = vec2f(dot8(s[i].x, qa, qb, a0, b0), dot8(s[i].y, qa, qb, a1, b1));
+      }
+    }
+    var mx: vec4f;
+    for (var i = 0u; i < 4u; i++) {
+      s[i] = select(vec2f(NEG), s[i], vec2u(b + cg, b + cg + 16u) <= vec2u(last[i]));  // causal mask
+      mx[i] = max(s[i].x, s[i].y);
+    }
+    red[cg * 8u + rg] = mx;
+    workgroupBarrier();  // publishes the maxima; everyone is done with the keys
+    for (var n = 0u; n < NL; n++) { kv[lid + n * WG] = vr[n]; }
+    if (more) { vr = load_values(b + TILE, end, kvh, lid); }
+
+    // Online softmax: the new row max over the 16 column groups (the same order in every thread),
+    // the old sums and outputs scaled by 2^(m_old - m_new), this tile's weights 2^(s - m_new).
+    var m_new = m;
+    for (var c = 0u; c < 16u; c++) { m_new = max(m_new, red[c * 8u + rg]); }
+    let alpha = exp2(m - m_new);
+    m = m_new;
+    var p0: vec4f;
+    var p1: vec4f;
+    for (var i = 0u; i < 4u; i++) {
+      p0[i] = exp2(s[i].x - m[i]);
+      p1[i] = exp2(s[i].y - m[i]);
+    }
+    pt[cg * 8u + rg] = p0;
+    pt[(cg + 16u) * 8u + rg] = p1;
+    l = l * alpha + p0 + p1;
+    for (var k = 0u; k < 2u * W; k++) { o[k] *= alpha; }
+    workgroupBarrier();  // publishes the weights and the values
+
+    // O += P V: per position one load of 4 weights and one of W words of values, 8 W FMAs.
+    let n_pos = min(TILE, end - b);
+    for (var j = 0u; j < n_pos; j++) {
+      let pj = pt[j * 8u + rg];
+      var vw: array<u32, 4>;
+      if (W == 4u) {
+        let v = kv[j * HD8 + cg];
+        vw = array<u32, 4>(v.x, v.y, v.z, v.w);
+      } else {
+        for (var w = 0u; w < W; w++) {
+          let wi = j * (HD / 2u) + cg * W + w;
+          vw[w] = kv[wi / 4u][wi % 4u];
+        }
+      }
+      for (var w = 0u; w < W; w++) {
+        let v = unpack2x16float(vw[w]);
+        o[2u * w] = fma(pj, vec4f(v.x), o[2u * w]);
+        o[2u * w + 1u] = fma(pj, vec4f(v.y), o[2u * w + 1u]);
+      }
+    }
+    workgroupBarrier();  // everyone is done with the weights and values before the next tile's
+  }
+
+  // The rows' sums over the 16 column groups, then the normalised rows through qt (the queries are
+  // no longer needed) so att and the int8 units are stored whole rows and units at a time.
+  red[cg * 8u + rg] = l;
+  workgroupBarrier();
+  var sum = vec4f(0.0);
+  for (var c = 0u; c < 16u; c++) { sum += red[c * 8u + rg]; }
+  let inv = 1.0 / sum;
+  for (var k = 0u; k < 2u * W; k++) {
+    let d = cg * 2u * W + k;
+    for (var i = 0u; i < 4u; i++) { qt[(rg + 8u * i) * QST + d / 4u][d % 4u] = o[k][i] * inv[i]; }
+  }
+  workgroupBarrier();
+  for (var i = lid; i < ROWS * HD4; i += WG) {
+    let r = i / HD4;
+    let t = t0 + r / G;
+    if (t < T) { att[(t * NH + h0 + r % G) * HD4 + i % HD4] = qt[r * QST + i % HD4]; }
+  }
+  if (EMIT_Q8) {  // a row is HD / 32 whole units
+    for (var u = lid; u < ROWS * (HD / 32u); u += WG) {
+      let r = u / (HD / 32u);
+      let t = t0 + r / G;
+      if (t >= T) { continue; }
+      var v: array<vec4f, 8>;
+      for (var i = 0u; i < 8u; i++) { v[i] = qt[r * QST + (u % (HD / 32u)) * 8u + i]; }
+      store_q8((t * NH + h0 + r % G) * (HD / 32u) + u % (HD / 32u), &v);
+    }
+  }
+}
