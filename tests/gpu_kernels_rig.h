@@ -72,4 +72,16 @@ inline void run(const Graph& g, uint32_t pos0, uint32_t n) {
 
 inline std::vector<float> read(const gpu::Buffer& b, size_t n) { return device().read_as<float>(b, n); }
 
+// The whole forward pass of a prompt of n tokens (fixed pseudo-random ids) through fwd, against the
+// CPU reference with its f16 KV cache, as the GPU's. A key may round to the neighbouring half
+// (engine_model_test), hence 1e-8 rather than exact.
+inline void expect_logits_match_cpu(Forward& fwd, const ModelFile& model, uint32_t n) {
+  std::vector<int32_t> ids(n);
+  for (uint32_t i = 0; i < ids.size(); i++) ids[i] = (int32_t)((i * 37 + 1) % model.config.vocab_size);
+  std::vector<float> gpu = Generator(fwd).logits(ids);
+  std::vector<float> cpu = ref::forward_logits(model, ids, true);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  EXPECT_LT(nmse(gpu, cpu), 1e-8);
+}
+
 }  // namespace ztvm::test

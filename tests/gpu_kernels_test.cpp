@@ -303,12 +303,7 @@ TEST(Kernels, FlashForwardMatchesCpuReference) {
   }
   EXPECT_EQ(flash, 2u) << "both layers' attention";
   EXPECT_EQ(skipped, 2u) << "both layers' attention_combine";
-  std::vector<int32_t> ids(150);
-  for (uint32_t i = 0; i < ids.size(); i++) ids[i] = (int32_t)((i * 37 + 1) % model->config.vocab_size);
-  std::vector<float> gpu = Generator(fwd).logits(ids);
-  std::vector<float> cpu = ref::forward_logits(*model, ids, true);  // f16 KV, as the GPU's
-  ASSERT_EQ(gpu.size(), cpu.size());
-  EXPECT_LT(nmse(gpu, cpu), 1e-8);  // a key may round to the neighbouring half (engine_model_test)
+  expect_logits_match_cpu(fwd, *model, 150);
 }
 
 TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {

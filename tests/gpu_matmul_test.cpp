@@ -229,11 +229,6 @@ TEST(Kernels, SplitKForwardMatchesCpuReference) {
   size_t split_ops = 0;
   for (const Dispatch& d : fwd.graph(Head::AllLogits).ops) split_ops += d.variant(16) == Variant::Split;
   EXPECT_EQ(split_ops, 2u * 4u + 1u) << "qkv, o, gate|up and down of both layers, and the LM head";
-  std::vector<int32_t> ids(35);
-  for (uint32_t i = 0; i < ids.size(); i++) ids[i] = (int32_t)((i * 37 + 1) % model->config.vocab_size);
-  std::vector<float> gpu = Generator(fwd).logits(ids);
-  std::vector<float> cpu = ref::forward_logits(*model, ids, true);  // f16 KV, as the GPU's
-  ASSERT_EQ(gpu.size(), cpu.size());
-  EXPECT_LT(nmse(gpu, cpu), 1e-8);  // a key may round to the neighbouring half (engine_model_test)
+  expect_logits_match_cpu(fwd, *model, 35);
 }
 
