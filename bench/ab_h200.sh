@@ -43,7 +43,9 @@ for r in $(seq 1 "$ROUNDS"); do
       for side in $SIDES; do
         envs=${AB_ENV_NEW:-}; [ "$side" = old ] && envs=${AB_ENV_OLD:-}
         # shellcheck disable=SC2086  # args and envs are word lists on purpose
-        line=$(env $envs "$A/$side/ztvm" bench -m "$f" $args 2>&1 | tail -1) || true  # its error line is the result
+        out=$(env $envs "$A/$side/ztvm" bench -m "$f" $args 2>&1) || true
+        line=$(grep -E '^(TTFT|decode host)' <<< "$out" | paste -sd' ')  # the result, and the host's share
+        [ -n "$line" ] || line=$(tail -1 <<< "$out")  # or its error line
         say "r$r $m [$args] $side: $line"
       done
     done

@@ -90,7 +90,9 @@ INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(64u, 300u, 2048u, 8
 // RoPE + KV append + paged attention over a chunk at a non-zero position, with a shuffled page
 // table, several splits, GQA, both RoPE styles, QK-norm and bias; each of the attention kernel's
 // forms, and flash attention (no splits) on longer chunks.
-enum class AttnForm { Heads, Grouped, Blocked, Flash };  // a workgroup per query head / per KV head / per KV head and 2 tokens / per 32 rows
+// A workgroup per query head and split / per KV head / per KV head and 2 tokens / per 32 rows (flash) /
+// per query head over every position (decode, one token).
+enum class AttnForm { Heads, Grouped, Blocked, Flash, Decode };
 struct AttnProblem {
   uint32_t pos0, T, hd, nh, nkv, rot, page, split;
   bool neox, qk_norm, bias;
@@ -162,8 +164,10 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   gb.attention_combine(att, part, gs);
   if (pr.q8) gb.matmul(proj, att, wom);  // att's int8 units: from the combine, or in flash passes the attention
   Dispatch& d = g.ops[1];
-  ASSERT_NE(d.blocked, nullptr);  // long passes take it by default
-  ASSERT_LE(d.blocked_min, T);
+  ASSERT_NE(d.blocked, nullptr);  // passes of several tokens take it by default
+  if (T > 1) {
+    ASSERT_LE(d.blocked_min, T);
+  }
   if (form == AttnForm::Flash) {
     ASSERT_NE(d.flash, nullptr);
     ASSERT_LE(d.flash_min, T);
@@ -172,6 +176,16 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   } else {
     d.flash = nullptr;
     g.ops[2].skip_min = 0;
+  }
+  if (form == AttnForm::Decode) {  // whatever the position (the graph takes it up to kAttnDecodeMax)
+    ASSERT_EQ(T, 1u);
+    ASSERT_NE(d.decode, nullptr);
+    ASSERT_EQ(d.decode_q8 != nullptr, pr.q8);
+    ASSERT_EQ(g.ops[2].skip_decode_max, d.decode_max);  // it writes att itself
+    d.decode_max = g.ops[2].skip_decode_max = UINT32_MAX;
+  } else {
+    d.decode = nullptr;
+    g.ops[2].skip_decode_max = 0;
   }
   if (form != AttnForm::Blocked) d.blocked = nullptr;
   if (form == AttnForm::Grouped) {
@@ -280,6 +294,31 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
                            return "T" + std::to_string(c.T) + "_pos" + std::to_string(c.pos0) + "_hd" +
                                   std::to_string(c.hd) + "_g" + std::to_string(c.g) + (c.neox ? "_neox" : "_normal") +
                                   (c.q8 ? "_q8" : "");
+                         });
+
+// One-token attention without splits (attention_decode.wgsl): positions within one block of 256 and
+// across several, head sizes 32 to 128 (96: the value words do not fill the workgroup), G = 1..8.
+struct DecodeCase {
+  uint32_t pos0, hd, g;
+  bool neox, q8;
+};
+class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {};
+
+TEST_P(DecodeAttentionTest, MatchesCpu) {
+  const DecodeCase c = GetParam();
+  check_attention({c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8},
+                  AttnForm::Decode);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
+                         ::testing::Values(DecodeCase{0, 64, 1, false, true}, DecodeCase{37, 128, 4, true, true},
+                                           DecodeCase{255, 64, 2, false, false}, DecodeCase{256, 128, 1, true, true},
+                                           DecodeCase{300, 96, 2, true, true}, DecodeCase{700, 128, 8, false, true},
+                                           DecodeCase{100, 32, 4, true, false}),
+                         [](const auto& info) {
+                           const DecodeCase& c = info.param;
+                           return "pos" + std::to_string(c.pos0) + "_hd" + std::to_string(c.hd) + "_g" +
+                                  std::to_string(c.g) + (c.neox ? "_neox" : "_normal") + (c.q8 ? "_q8" : "");
                          });
 
 // The whole forward pass with flash attention: the synth "tiny" llama widened to 8 heads x 64 over 2

@@ -52,7 +52,7 @@ static int run_bench(int argc, char** argv) {
   std::vector<int32_t> full = context;
   full.insert(full.end(), prompt.begin(), prompt.end());
 
-  std::vector<double> ttft, decode_tps, total_tps, prefill_tps;
+  std::vector<double> ttft, decode_tps, total_tps, prefill_tps, encode_us, wait_us;
   std::vector<int32_t> first_tokens;
   for (uint32_t r = 0; r < warmup + runs; r++) {
     Generator& gen = *e.generator;
@@ -74,12 +74,17 @@ static int run_bench(int argc, char** argv) {
     prefill_tps.push_back(n_prompt / (st.ttft_ms / 1e3));
     decode_tps.push_back(n_gen > 1 ? (n_gen - 1) / (st.decode_ms / 1e3) : 0);
     total_tps.push_back(n_gen / ((st.ttft_ms + st.decode_ms) / 1e3));
+    encode_us.push_back(st.encode_ms * 1e3 / n_gen);
+    wait_us.push_back(st.wait_ms * 1e3 / n_gen);
   }
   const double bytes = (double)e.forward->weights().bytes_per_token();
   const double dec = median(decode_tps);
   std::printf("model %s | prompt %u (depth %u) | gen %u | runs %u\n", e.model->path.c_str(), n_prompt, depth, n_gen, runs);
   std::printf("TTFT %.2f ms | prefill %.1f tok/s | decode %.1f tok/s | total %.1f tok/s | decode %.1f GB/s (%.1f MB/token)\n",
               median(ttft), median(prefill_tps), dec, median(total_tps), bytes * dec / 1e9, bytes / 1e6);
+  // Decode is host-bound when recording a step takes longer than the GPU runs one (then the wait is ~0).
+  std::printf("decode host time per token: %.1f us recording and submitting, %.1f us waiting for the GPU\n",
+              median(encode_us), median(wait_us));
   if (profile) {
     Generator& gen = *e.generator;
     gen.reset();
@@ -107,6 +112,8 @@ static int run_bench(int argc, char** argv) {
                         {"decode_tps", dec},
                         {"total_tps", median(total_tps)},
                         {"decode_gbps", bytes * dec / 1e9},
+                        {"host_encode_us_per_token", median(encode_us)},
+                        {"host_wait_us_per_token", median(wait_us)},
                         {"raw", {{"ttft_ms", ttft}, {"decode_tps", decode_tps}, {"total_tps", total_tps}}},
                         {"tokens", first_tokens}};
     std::ofstream(json_out) << j.dump(2) << "\n";

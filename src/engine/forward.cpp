@@ -8,10 +8,7 @@
 namespace ztvm {
 
 // Attention splits (Forward::kSplit, H200: 128 positions beat 64 by 4% at 4k with the f16 cache).
-// Decode steps at positions below kShortContext replay graphs built with kShortSplit: more
-// workgroups where there are few positions (H200, bench/EXPERIMENTS.md: split 32 instead of 64 gave
-// +4-6% decode at 163 positions and -3-16% at 4096).
-static constexpr uint32_t kShortContext = 512;
+// Decode steps that see up to 512 positions take attention_decode.wgsl instead: no splits (graph.cpp).
 // Passes of up to kQ8MaxTokens tokens run the matvec on int8 x (graph.h use_q8_x): groups of
 // kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes a GEMM. Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): 8 tokens x 1 row x 16 lanes
 // beat 32 lanes by 5-10%, 4 or 16 tokens and 2 rows by 10-40%; at 512 tokens the int8 matvec only
@@ -63,8 +60,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.qkv = dev.buffer("state.qkv", T * (nh + 2 * nkv) * hd * F);
   s_.q = dev.buffer("state.q", T * nh * hd * F);
   s_.att = dev.buffer("state.att", T * nh * hd * F);
-  const uint64_t short_splits = (std::min(max_context, kShortContext) + kShortSplit - 1) / kShortSplit;
-  s_.part = dev.buffer("state.part", std::max(T * max_splits, short_splits) * nh * (hd + 2) * F);
+  s_.part = dev.buffer("state.part", T * max_splits * nh * (hd + 2) * F);
   s_.proj = dev.buffer("state.proj", T * d * F);
   s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
@@ -86,8 +82,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
     s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", kv_bytes));
     s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", kv_bytes));
   }
-  for (Head h : {Head::None, Head::LastSample, Head::LastRandom, Head::AllLogits}) build(h, kSplit, graphs_[(int)h]);
-  for (Head h : {Head::LastSample, Head::LastRandom}) build(h, kShortSplit, short_graphs_[(int)h]);
+  for (Head h : {Head::None, Head::LastSample, Head::LastRandom, Head::AllLogits}) build(h, graphs_[(int)h]);
   dev.wait_idle();
 }
 
@@ -95,7 +90,7 @@ Forward::~Forward() = default;
 
 uint32_t Forward::q8_tokens() const { return kQ8Gemm ? max_chunk_ : std::max(1u, std::min(max_chunk_, kQ8MaxTokens)); }
 
-void Forward::build(Head head, uint32_t split, Graph& graph) {
+void Forward::build(Head head, Graph& graph) {
   const ModelConfig& c = cfg_;
   const Weights& w = *w_;
   State& s = s_;
@@ -105,7 +100,7 @@ void Forward::build(Head head, uint32_t split, Graph& graph) {
   g.use_q8_gemm(kQ8Gemm);
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
-                                      kPage, split, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};
+                                      kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};
   const uint32_t d = c.hidden_size;
 
   g.embed(s.x_a, s.ids, w.token_embd);                        // x = token_embd[ids]
@@ -115,8 +110,8 @@ void Forward::build(Head head, uint32_t split, Graph& graph) {
     const gpu::Buffer& next_norm = l + 1 < c.num_hidden_layers ? w.layers[l + 1].attn_norm : w.output_norm;
     g.matmul(s.qkv, s.xb, L.qkv);                             // qkv = [Wq; Wk; Wv] xb
     g.rope_kv(s.q, s.k_cache[l], s.v_cache[l], s.qkv, L.aux, s.rope, s.pages, shape);  // q, k = rope(qk_norm(q, k)); cache k, v
-    g.attention(s.att, s.part, s.q, s.k_cache[l], s.v_cache[l], s.pages, shape);  // softmax(q k^T / sqrt(hd)) v, per split (long passes: att)
-    g.attention_combine(s.att, s.part, shape);                // merge the splits (not after flash attention)
+    g.attention(s.att, s.part, s.q, s.k_cache[l], s.v_cache[l], s.pages, shape);  // softmax(q k^T / sqrt(hd)) v, per split (long passes, early decode steps: att)
+    g.attention_combine(s.att, s.part, shape);                // merge the splits (not after flash or decode attention)
     g.matmul(s.proj, s.att, L.attn_output);                   // proj = Wo att
     g.add_rmsnorm(s.xb, s.x_b, s.x_a, s.proj, L.ffn_norm, d, eps);  // x' = x + proj; xb = rmsnorm(x') * ffn_norm
     g.matmul(s.h, s.xb, L.gate_up);                           // h = silu(Wgate xb) * (Wup xb)
@@ -159,12 +154,7 @@ void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_to
   StepParams last{pos0 + n_tokens - 1, 1, out_index, 0};
   dev_.write(s_.step, &p, sizeof p);
   dev_.write(s_.step_last, &last, sizeof last);
-  graph_for(head, pos0, n_tokens).encode(rec, pos0, n_tokens);
-}
-
-const Graph& Forward::graph_for(Head head, uint32_t pos0, uint32_t n_tokens) const {
-  const bool short_step = n_tokens == 1 && pos0 < kShortContext && !short_graphs_[(int)head].ops.empty();
-  return (short_step ? short_graphs_ : graphs_)[(int)head];
+  graphs_[(int)head].encode(rec, pos0, n_tokens);
 }
 
 }  // namespace ztvm

@@ -21,8 +21,7 @@ enum class Head {
 class Forward {
  public:
   static constexpr uint32_t kPage = 16;  // tokens per KV page
-  // KV positions per attention split; decode steps early in a sequence use kShortSplit (forward.cpp).
-  static constexpr uint32_t kSplit = 128, kShortSplit = 32;
+  static constexpr uint32_t kSplit = 128;  // KV positions per attention split
 
   // max_context: positions one sequence may use. kv_pages: physical KV pages shared by all sequences
   // (0: enough for one sequence of max_context tokens, mapped by the identity page table).
@@ -50,12 +49,10 @@ class Forward {
   const gpu::Buffer& tokens() const { return s_.tokens; }  // [max_context] u32 sampled ids
   const Weights& weights() const { return *w_; }
   const Graph& graph(Head h) const { return graphs_[(int)h]; }
-  // The graph a pass of n_tokens at pos0 replays (early decode steps: shorter attention splits).
-  const Graph& graph_for(Head h, uint32_t pos0, uint32_t n_tokens) const;
   gpu::Device& device() { return dev_; }
 
  private:
-  void build(Head head, uint32_t split, Graph& graph);
+  void build(Head head, Graph& graph);
   // Passes up to this long may run the split-K GEMM (one token tile).
   uint32_t split_tokens() const { return std::min(max_chunk_, GraphBuilder::kSplitMaxTokens); }
   uint32_t q8_tokens() const;  // the longest pass that reads int8 x (forward.cpp)
@@ -86,7 +83,6 @@ class Forward {
   std::unique_ptr<Weights> w_;
   State s_;
   Graph graphs_[4];
-  Graph short_graphs_[4];  // decode heads only: attention with shorter splits, for early positions
 };
 
 // (cos, sin) of pos * theta_i for i < rot/2, with Llama-3 style per-frequency divisors when given.

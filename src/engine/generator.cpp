@@ -118,6 +118,7 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
   Clock::time_point t_first;
   while (!flight.empty()) {
     // Keep the pipeline full before waiting.
+    const Clock::time_point t_enc = Clock::now();
     while (!stop && issued < n_max && flight.size() < ring_.size()) {
       uint32_t slot = issued % ring_.size();
       gpu::Recorder rec(dev, "decode");
@@ -127,9 +128,12 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
       map_slot(slot);
       issued++;
     }
+    st.encode_ms += ms_since(t_enc);
+    const Clock::time_point t_wait = Clock::now();
     InFlight f = flight.front();
     flight.pop_front();
     dev.wait(f.map, "a generated token");
+    st.wait_ms += ms_since(t_wait);
     dev.check();
     int32_t tok = *static_cast<const int32_t*>(wgpuBufferGetConstMappedRange(ring_[f.slot].get(), 0, 4));
     wgpuBufferUnmap(ring_[f.slot].get());

@@ -17,6 +17,8 @@ struct GenerateStats {
   uint32_t n_generated = 0;
   double ttft_ms = 0;        // start to first token on the host
   double decode_ms = 0;      // first token to last token
+  double encode_ms = 0;      // decode steps: host time spent recording and submitting them
+  double wait_ms = 0;        // decode steps: host time spent waiting for the GPU's tokens
 };
 
 class Generator {

@@ -23,6 +23,9 @@ static constexpr uint32_t kAttnGroupedMin = 256;  // workgroups (about 2 per H20
 // with no split-K and no combine, where the heads allow (HD % 32 == 0, HD <= 128, NH / NKV divides 32).
 // Its workgroups are (NH / G) x T / (32 / G): shorter passes would leave much of a large GPU idle.
 static constexpr uint32_t kAttnFlashMinTokens = 64, kAttnFlashRows = 32;
+// One-token passes that see up to kAttnDecodeMax positions: attention_decode.wgsl, a workgroup per query
+// head over every position, no splits and no combine dispatch.
+static constexpr uint32_t kAttnDecodeMax = 512;
 // A decode matvec that makes its x from the residual step (x_q8_norm.wgsl) serves kNormRows rows per
 // workgroup: each workgroup reads the whole residual, so few of them (H200: 32 beat 16 and 64).
 static constexpr uint32_t kNormRows = 32, kNormMaxCols = 8192;
@@ -58,6 +61,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       rec.copy(*d.src, (uint64_t)(n_tokens - 1) * d.b * 4, *d.dst, 0, (uint64_t)d.b * 4);
       continue;
     }
+    if (d.skip_decode_max && n_tokens == 1 && pos0 + 1 <= d.skip_decode_max) continue;
     switch (d.variant(n_tokens)) {
       case Variant::Single:
         rec.dispatch(*d.single, d.single_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
@@ -82,6 +86,13 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       case Grid::AttentionSplits: {
         const uint32_t splits = (pos0 + n_tokens + d.b - 1) / d.b;
         const uint64_t kv_bytes = d.bytes_per_position * (pos0 + n_tokens);  // the cache, read once
+        if (d.decode && n_tokens == 1 && pos0 + 1 <= d.decode_max) {  // no splits
+          if (d.decode_q8)
+            rec.dispatch(*d.decode_q8, d.decode_q8_group, d.a, 1, "attention_decode_q8", kv_bytes);
+          else
+            rec.dispatch(*d.decode, d.decode_group, d.a, 1, "attention_decode", kv_bytes);
+          continue;
+        }
         if (d.flash && n_tokens >= d.flash_min) {  // no splits
           const uint32_t groups = d.flash_a * ((n_tokens + d.flash_tq - 1) / d.flash_tq);
           if (d.flash_q8 && n_tokens <= d.flash_q8_max)
@@ -147,8 +158,8 @@ void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, con
 }
 
 void GraphBuilder::q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
-                               std::optional<FlashOp> flash) {
-  q8_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, key, b, std::move(flash)});
+                               std::optional<AttnDirect> flash, std::optional<AttnDirect> decode) {
+  q8_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, key, b, std::move(flash), std::move(decode)});
 }
 
 // When the dispatch just added produced x, its one-token variant stores x as int8 units too.
@@ -167,17 +178,21 @@ bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_toke
   d.single_groups = d.a;  // Grid::PerToken
   d.single_per_token = true, d.single_max = max_tokens;
   d.single_role = d.role + "_q8";
-  if (p.flash) {  // the passes flash attention serves store the units there (the combine skips them)
-    gpu::KernelKey fk = p.flash->key;
-    fk.includes["XOUT"] = "x_out_q8";
-    std::vector<gpu::Binding> fb = p.flash->bindings;
-    fb.push_back(*xq_), fb.push_back(*xs_);
-    const gpu::Pipeline& fp = k_.get(fk);
+  // The passes that flash or decode attention serve store the units there (the combine skips them).
+  auto q8_variant = [&](const AttnDirect& o, const gpu::Pipeline*& pl, gpu::BindGroup& group) {
+    gpu::KernelKey k = o.key;
+    k.includes["XOUT"] = "x_out_q8";
+    std::vector<gpu::Binding> b = o.bindings;
+    b.push_back(*xq_), b.push_back(*xs_);
+    pl = &k_.get(k);
+    group = k_.device().bind(*pl, b, o.key.kernel + "_q8:" + x.label());
+  };
+  if (p.flash) {
     Dispatch& a = g_.ops[p.flash->op];
-    a.flash_q8 = &fp;
-    a.flash_q8_group = k_.device().bind(fp, fb, "attention_flash_q8:" + x.label());
+    q8_variant(*p.flash, a.flash_q8, a.flash_q8_group);
     a.flash_q8_max = max_tokens;
   }
+  if (p.decode) q8_variant(*p.decode, g_.ops[p.decode->op].decode_q8, g_.ops[p.decode->op].decode_q8_group);
   return true;
 }
 
@@ -393,7 +408,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
   flash_.reset();
   const uint32_t fg = s.nh / s.nkv;  // a tile is the query heads of one KV head x 32 / fg tokens
   if (s.hd % 32 == 0 && kAttnFlashRows % fg == 0) {
-    FlashOp f{g_.ops.size() - 1,
+    AttnDirect f{g_.ops.size() - 1,
               {"attention_flash", {{"XOUT", "x_out_none"}},
                {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", fg},
                 {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
@@ -403,6 +418,17 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     d.flash_group = k_.device().bind(fp, f.bindings, "attention_flash:" + att.label());
     d.flash_a = s.nh / fg, d.flash_tq = kAttnFlashRows / fg, d.flash_min = kAttnFlashMinTokens;
     flash_ = std::move(f);
+  }
+  decode_.reset();
+  {
+    AttnDirect o{g_.ops.size() - 1,
+                 {"attention_decode", {{"XOUT", "x_out_none"}},
+                  {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
+                 {att, q, k_cache, v_cache, pages, *step_}};
+    d.decode = &k_.get(o.key);
+    d.decode_group = k_.device().bind(*d.decode, o.bindings, "attention_decode:" + att.label());
+    d.decode_max = kAttnDecodeMax;
+    decode_ = std::move(o);
   }
   if (g < 2) return;
   const gpu::Pipeline& p = k_.get(key(g));
@@ -414,10 +440,12 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
   const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}}, {{"HD", s.hd}, {"NH", s.nh}, {"SPLIT", s.split}}};
   add(key, {att, part, *step_}, Grid::PerToken, s.nh);
-  std::optional<FlashOp> flash = std::move(flash_);  // the attention just before: its long passes wrote att
-  flash_.reset();
+  // The attention just before wrote att itself in its long passes (flash) and short decode steps.
+  std::optional<AttnDirect> flash = std::move(flash_), decode = std::move(decode_);
+  flash_.reset(), decode_.reset();
   if (flash) g_.ops.back().skip_min = g_.ops[flash->op].flash_min;
-  if (s.hd % 32 == 0) q8_producer(att, key, {att, part, *step_}, std::move(flash));  // a head's output is whole units
+  if (decode) g_.ops.back().skip_decode_max = g_.ops[decode->op].decode_max;
+  if (s.hd % 32 == 0) q8_producer(att, key, {att, part, *step_}, std::move(flash), std::move(decode));  // a head's output is whole units
 }
 
 void GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part,

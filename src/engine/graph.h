@@ -78,7 +78,15 @@ struct Dispatch {
   const gpu::Pipeline* flash_q8 = nullptr;
   gpu::BindGroup flash_q8_group;
   uint32_t flash_a = 0, flash_tq = 0, flash_min = 0, flash_q8_max = 0;
+  // One-token attention without splits (attention_decode.wgsl) for steps that see at most decode_max
+  // positions: a workgroup per query head, writing att itself (decode_q8: and its int8 units).
+  const gpu::Pipeline* decode = nullptr;
+  gpu::BindGroup decode_group;
+  const gpu::Pipeline* decode_q8 = nullptr;
+  gpu::BindGroup decode_q8_group;
+  uint32_t decode_max = 0;
   uint32_t skip_min = 0;  // non-zero: passes of at least skip_min tokens skip this dispatch
+  uint32_t skip_decode_max = 0;  // non-zero: one-token passes that see at most this many positions skip it
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
@@ -166,19 +174,20 @@ class GraphBuilder {
   bool q8_gemm_ = false;
   // The last dispatch, when it is a kernel that can also store its output y as int8 units (XOUT:
   // x_out_q8.wgsl): a matvec right after it on y then needs no quantize_q8 dispatch.
-  // An attention dispatch's flash variant, kept so that an int8 variant can be made of it later.
-  struct FlashOp {
+  // An attention dispatch's variants that write att without the combine (flash, decode), kept so that
+  // int8 variants can be made of them later.
+  struct AttnDirect {
     size_t op;
     gpu::KernelKey key;
     std::vector<gpu::Binding> bindings;
   };
-  std::optional<FlashOp> flash_;  // from attention() to the attention_combine() after it
+  std::optional<AttnDirect> flash_, decode_;  // from attention() to the attention_combine() after it
   struct Q8Producer {
     size_t op;
     const gpu::Buffer* y;
     gpu::KernelKey key;
     std::vector<gpu::Binding> bindings;
-    std::optional<FlashOp> flash;  // writes y instead in long passes: it stores the int8 units then
+    std::optional<AttnDirect> flash, decode;  // write y instead in the passes they serve, and its units then
   };
   std::vector<Q8Producer> q8_producer_;  // empty or one
   // The add_rmsnorm just added (op index and its inputs): a one-token matvec on its output can do its
@@ -195,7 +204,7 @@ class GraphBuilder {
   std::vector<Q8Producer> q8_matvec_producer_;  // empty or one
   bool emit_q8_from_matvec(const gpu::Buffer& x);
   void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
-                   std::optional<FlashOp> flash = std::nullopt);
+                   std::optional<AttnDirect> flash = std::nullopt, std::optional<AttnDirect> decode = std::nullopt);
   bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens);
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
   void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,

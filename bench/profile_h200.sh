@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Per-kernel GPU time on the H200 (`ztvm bench --profile`) for the "new" build that bench/ab_prepare.sh
+# packed into .cache/ab. Run through the device tool with carry [".gl", ".cache/ab"]:
+#   MODELS="qwen3-4b:Q4_0" ARGS="-p 35 -n 64 -r 1" bash bench/profile_h200.sh
+# Writes $OUT/profile-<shape>-<quant>.txt. The timestamps add a few microseconds per dispatch, so the
+# roles' shares are what to read, not the token rate.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d /usr/local/nvidia ] && source bench/gpu_env.sh
+A=.cache/ab
+export LD_LIBRARY_PATH=$PWD/$A
+for f in "$A"/*/ztvm.gz "$A/libwebgpu_wrapper.so.gz"; do [ -f "$f" ] && gunzip -f "$f"; done
+chmod +x "$A"/*/ztvm
+MODELS=${MODELS:-"qwen3-4b:Q4_0"}
+ARGS=${ARGS:-"-p 35 -n 64 -r 1"}
+M=/tmp/ztvm-ab-models
+mkdir -p "$M" "${OUT:-/tmp}"
+for m in $MODELS; do
+  shape=${m%%:*} quant=${m##*:}
+  case "$shape" in qwen*) v=qwen2 ;; phi*) v=phi-3 ;; *) v=llama-bpe ;; esac
+  f="$M/$shape-$quant.gguf"
+  [ -f "$f" ] || "$A/new/ztvm" synth --shape "$shape" --type "$quant" --vocab "$A/vocab/ggml-vocab-$v.gguf" -o "$f" >/dev/null
+  # shellcheck disable=SC2086  # ARGS is a word list on purpose
+  "$A/new/ztvm" bench -m "$f" $ARGS --profile > "${OUT:-/tmp}/profile-$shape-$quant.txt" 2>&1 || true
+done

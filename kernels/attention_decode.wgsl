@@ -1,0 +1,136 @@
+// One-token attention without split-K, for decode steps at short context: one 256-thread workgroup
+// per query head takes every position, 256 at a time with an online softmax, and writes att (and, as
+// attention_combine would, its int8 units) itself. The split kernel (attention.wgsl) needs a second
+// dispatch to merge its splits; in a decode step's chain of dependent dispatches that merge cost
+// ~4.5 us per layer on the H200 (bench/EXPERIMENTS.md), more than the positions themselves.
+//
+// Per block of 256 positions: thread lid scores position b + lid (its key read in HD / 8 loads of 8
+// halves), the block's max and sum come from two-level reductions, and for softmax·V the threads are
+// NG groups of W: thread (g, w) adds up the value word w (2 dims) of the positions g, g + NG, ...
+// The groups' sums meet in workgroup memory at the end. HD <= 128.
+//!include common
+//!include XOUT
+
+override HD: u32;
+override NH: u32;
+override NKV: u32;
+override PAGE: u32;
+override SCALE: f32;
+
+const WG = 256u;
+const NEG: f32 = -1e30;  // finite "minus infinity": exp(NEG - NEG) stays defined
+const BATCH = 8u;        // value loads issued before any is used
+override W: u32 = HD / 2u;   // u32 words (f16 pairs) per value row
+override NG: u32 = WG / W;   // position groups in softmax·V (HD 96: 5 x 48 threads, the rest idle)
+
+@group(0) @binding(0) var<storage, read_write> att: array<f32>;   // [NH*HD] (one token)
+@group(0) @binding(1) var<storage, read> q: array<f32>;           // [NH*HD], after RoPE
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4u>;  // [pages][NKV][HD / 8][PAGE] x 8 halves
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4u>;  // [pages][PAGE][NKV] rows of HD / 8 x 8 halves
+@group(0) @binding(4) var<storage, read> pages: array<u32>;
+@group(0) @binding(5) var<uniform> step: Step;
+const XQ_BINDING = 6u;
+
+var<workgroup> qv: array<vec4f, 32>;    // the query row, scaled (HD / 4)
+var<workgroup> pw: array<f32, WG>;      // the block's weights
+var<workgroup> red: array<f32, WG>;     // reductions, first level
+var<workgroup> red2: array<f32, 32>;    // reductions, second level
+var<workgroup> osum: array<vec2f, WG>;  // [g][w]: each group's share of the output
+var<workgroup> outv: array<f32, 128>;   // the head's output, for its int8 units (EMIT_Q8)
+
+// The max (or sum) of every thread's v: 32 threads each fold a column of 8, then all read the 32.
+fn block_reduce(lid: u32, v: f32, is_max: bool) -> f32 {
+  workgroupBarrier();  // earlier readers of red and red2 are done
+  red[lid] = v;
+  workgroupBarrier();
+  if (lid < 32u) {
+    var r = red[lid];
+    for (var i = 1u; i < WG / 32u; i++) {
+      let x = red[i * 32u + lid];
+      r = select(r + x, max(r, x), is_max);
+    }
+    red2[lid] = r;
+  }
+  workgroupBarrier();
+  var r = red2[0];
+  for (var i = 1u; i < 32u; i++) { r = select(r + red2[i], max(r, red2[i]), is_max); }
+  return r;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let h = flat_group(wid, nwg);
+  if (h >= NH) { return; }  // uniform: the whole workgroup
+  let kvh = h / (NH / NKV);
+  let n = step.pos0 + 1u;  // the token sees positions [0, pos0]
+  for (var i = lid; i < HD / 4u; i += WG) {
+    let b = h * HD + i * 4u;
+    qv[i] = vec4f(q[b], q[b + 1u], q[b + 2u], q[b + 3u]) * SCALE;
+  }
+  workgroupBarrier();
+  let g = lid / W;
+  let w = lid % W;
+  var m = NEG;
+  var l = 0.0;               // the workgroup's running sum (every thread holds it)
+  var o = vec2f(0.0, 0.0);   // dims 2w, 2w + 1 over group g's positions
+  for (var b = 0u; b < n; b += WG) {
+    let p = b + lid;
+    var s = NEG;
+    if (p < n) {
+      let kb = (pages[p / PAGE] * NKV + kvh) * (HD / 8u) * PAGE + p % PAGE;
+      var s0 = 0.0;
+      var s1 = 0.0;
+      for (var d = 0u; d < HD / 8u; d++) {
+        let kk = k_cache[kb + d * PAGE];
+        s0 += dot(qv[2u * d], vec4f(unpack2x16float(kk.x), unpack2x16float(kk.y)));
+        s1 += dot(qv[2u * d + 1u], vec4f(unpack2x16float(kk.z), unpack2x16float(kk.w)));
+      }
+      s = s0 + s1;
+    }
+    let mx = max(m, block_reduce(lid, s, true));  // its first barrier: every thread is past the last block's pw
+    let alpha = exp(m - mx);
+    m = mx;
+    let e = select(0.0, exp(s - m), p < n);
+    pw[lid] = e;
+    l = l * alpha + block_reduce(lid, e, false);  // its barriers also publish pw
+    o *= alpha;
+    let cnt = min(WG, n - b);
+    if (g < NG) {
+      for (var i0 = g; i0 < cnt; i0 += NG * BATCH) {
+        var v: array<vec2f, BATCH>;
+        var wt: array<f32, BATCH>;
+        for (var j = 0u; j < BATCH; j++) {
+          let i = i0 + j * NG;
+          let ic = min(i, cnt - 1u);  // past the block: a valid position, weighted 0
+          let vb = ((pages[(b + ic) / PAGE] * PAGE + (b + ic) % PAGE) * NKV + kvh) * (HD / 8u);
+          v[j] = unpack2x16float(v_cache[vb + w / 4u][w % 4u]);
+          wt[j] = select(0.0, pw[ic], i < cnt);
+        }
+        for (var j = 0u; j < BATCH; j++) { o += wt[j] * v[j]; }
+      }
+    }
+  }
+  osum[lid] = o;
+  workgroupBarrier();
+  if (lid < W) {
+    var r = vec2f(0.0, 0.0);
+    for (var gg = 0u; gg < NG; gg++) { r += osum[gg * W + lid]; }
+    r /= l;
+    att[h * HD + 2u * lid] = r.x;
+    att[h * HD + 2u * lid + 1u] = r.y;
+    outv[2u * lid] = r.x;
+    outv[2u * lid + 1u] = r.y;
+  }
+  if (EMIT_Q8) {  // a matvec on quantized weights reads att next: this head's HD / 32 units
+    workgroupBarrier();
+    for (var u = lid; u < HD / 32u; u += WG) {
+      var v: array<vec4f, 8>;
+      for (var i = 0u; i < 8u; i++) {
+        let e = u * 32u + i * 4u;
+        v[i] = vec4f(outv[e], outv[e + 1u], outv[e + 2u], outv[e + 3u]);
+      }
+      store_q8(h * HD / 32u + u, &v);
+    }
+  }
+}
