@@ -19,7 +19,7 @@ override SCALE: f32;
 
 const WG = 256u;
 const NEG: f32 = -1e30;  // finite "minus infinity": exp(NEG - NEG) stays defined
-const BATCH = 8u;        // value loads issued before any is used
+const BATCH = 16u;       // value loads issued before any is used (H200: 16 beat 8 by 0-6%, 32 lost)
 override W: u32 = HD / 2u;   // u32 words (f16 pairs) per value row
 override NG: u32 = WG / W;   // position groups in softmax·V (HD 96: 5 x 48 threads, the rest idle)
 
