@@ -8,6 +8,10 @@
 // halves), the block's max and sum come from two-level reductions, and for softmax·V the threads are
 // NG groups of W: thread (g, w) adds up the value word w (2 dims) of the positions g, g + NG, ...
 // The groups' sums meet in workgroup memory at the end. HD <= 128.
+//
+// With SPLIT > 0 (long contexts) a workgroup takes one query head's SPLIT positions and writes the
+// split's unnormalised output, max and sum to `part` (bound where att is otherwise), as attention.wgsl
+// does, for attention_combine; the workgroup then has WG = SPLIT threads (64..256).
 //!include common
 //!include XOUT
 
@@ -17,13 +21,14 @@ override NKV: u32;
 override PAGE: u32;
 override SCALE: f32;
 
-const WG = 256u;
+override WG: u32 = 256u;
+override SPLIT: u32 = 0u;  // 0: every position in one workgroup; else positions per split
 const NEG: f32 = -1e30;  // finite "minus infinity": exp(NEG - NEG) stays defined
 const BATCH = 16u;       // value loads issued before any is used (H200: 16 beat 8 by 0-6%, 32 lost)
 override W: u32 = HD / 2u;   // u32 words (f16 pairs) per value row
 override NG: u32 = WG / W;   // position groups in softmax·V (HD 96: 5 x 48 threads, the rest idle)
 
-@group(0) @binding(0) var<storage, read_write> att: array<f32>;   // [NH*HD] (one token)
+@group(0) @binding(0) var<storage, read_write> att: array<f32>;   // [NH*HD] (one token); SPLIT: part
 @group(0) @binding(1) var<storage, read> q: array<f32>;           // [NH*HD], after RoPE
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4u>;  // [pages][NKV][HD / 8][PAGE] x 8 halves
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4u>;  // [pages][PAGE][NKV] rows of HD / 8 x 8 halves
@@ -57,13 +62,18 @@ fn block_reduce(lid: u32, v: f32, is_max: bool) -> f32 {
   return r;
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let h = flat_group(wid, nwg);
+  let n_all = step.pos0 + 1u;  // the token sees positions [0, pos0]
+  let n_splits = select(1u, (n_all + SPLIT - 1u) / max(SPLIT, 1u), SPLIT > 0u);
+  let wg = flat_group(wid, nwg);
+  let h = wg / n_splits;
   if (h >= NH) { return; }  // uniform: the whole workgroup
+  let split = wg % n_splits;
   let kvh = h / (NH / NKV);
-  let n = step.pos0 + 1u;  // the token sees positions [0, pos0]
+  let start = split * SPLIT;  // 0 without splits
+  let n = select(n_all, min(n_all, start + SPLIT), SPLIT > 0u);  // positions [start, n)
   for (var i = lid; i < HD / 4u; i += WG) {
     let b = h * HD + i * 4u;
     qv[i] = vec4f(q[b], q[b + 1u], q[b + 2u], q[b + 3u]) * SCALE;
@@ -74,7 +84,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var m = NEG;
   var l = 0.0;               // the workgroup's running sum (every thread holds it)
   var o = vec2f(0.0, 0.0);   // dims 2w, 2w + 1 over group g's positions
-  for (var b = 0u; b < n; b += WG) {
+  for (var b = start; b < n; b += WG) {
     let p = b + lid;
     var s = NEG;
     if (p < n) {
@@ -113,6 +123,20 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   osum[lid] = o;
   workgroupBarrier();
+  if (SPLIT > 0u) {  // the split's share for attention_combine: [NH][splits][HD + 2] (one token)
+    let pb = (h * n_splits + split) * (HD + 2u);
+    if (lid < W) {
+      var r = vec2f(0.0, 0.0);
+      for (var gg = 0u; gg < NG; gg++) { r += osum[gg * W + lid]; }
+      att[pb + 2u * lid] = r.x;
+      att[pb + 2u * lid + 1u] = r.y;
+    }
+    if (lid == 0u) {
+      att[pb + HD] = m;
+      att[pb + HD + 1u] = l;
+    }
+    return;
+  }
   if (lid < W) {
     var r = vec2f(0.0, 0.0);
     for (var gg = 0u; gg < NG; gg++) { r += osum[gg * W + lid]; }

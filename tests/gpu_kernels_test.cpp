@@ -92,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(64u, 300u, 2048u, 8
 // forms, and flash attention (no splits) on longer chunks.
 // A workgroup per query head and split / per KV head / per KV head and 2 tokens / per 32 rows (flash) /
 // per query head over every position (decode, one token).
-enum class AttnForm { Heads, Grouped, Blocked, Flash, Decode };
+enum class AttnForm { Heads, Grouped, Blocked, Flash, Decode, DecodeSplit };
 struct AttnProblem {
   uint32_t pos0, T, hd, nh, nkv, rot, page, split;
   bool neox, qk_norm, bias;
@@ -186,6 +186,12 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   } else {
     d.decode = nullptr;
     g.ops[2].skip_decode_max = 0;
+  }
+  if (form == AttnForm::DecodeSplit) {  // the same kernel over splits, merged by the combine
+    ASSERT_EQ(T, 1u);
+    ASSERT_NE(d.decode_split, nullptr);
+  } else {
+    d.decode_split = nullptr;
   }
   if (form != AttnForm::Blocked) d.blocked = nullptr;
   if (form == AttnForm::Grouped) {
@@ -301,24 +307,27 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
 struct DecodeCase {
   uint32_t pos0, hd, g;
   bool neox, q8;
+  bool split = false;  // over splits of 32 positions and attention_combine
 };
 class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(DecodeAttentionTest, MatchesCpu) {
   const DecodeCase c = GetParam();
   check_attention({c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8},
-                  AttnForm::Decode);
+                  c.split ? AttnForm::DecodeSplit : AttnForm::Decode);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                          ::testing::Values(DecodeCase{0, 64, 1, false, true}, DecodeCase{37, 128, 4, true, true},
                                            DecodeCase{255, 64, 2, false, false}, DecodeCase{256, 128, 1, true, true},
                                            DecodeCase{300, 96, 2, true, true}, DecodeCase{700, 128, 8, false, true},
-                                           DecodeCase{100, 32, 4, true, false}),
+                                           DecodeCase{100, 32, 4, true, false}, DecodeCase{0, 64, 2, false, true, true},
+                                           DecodeCase{300, 128, 4, true, true, true}, DecodeCase{700, 96, 1, false, false, true}),
                          [](const auto& info) {
                            const DecodeCase& c = info.param;
                            return "pos" + std::to_string(c.pos0) + "_hd" + std::to_string(c.hd) + "_g" +
-                                  std::to_string(c.g) + (c.neox ? "_neox" : "_normal") + (c.q8 ? "_q8" : "");
+                                  std::to_string(c.g) + (c.neox ? "_neox" : "_normal") + (c.q8 ? "_q8" : "") +
+                                  (c.split ? "_split" : "");
                          });
 
 // The whole forward pass with flash attention: the synth "tiny" llama widened to 8 heads x 64 over 2

@@ -101,6 +101,10 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
             rec.dispatch(*d.flash, d.flash_group, groups, 1, "attention_flash", kv_bytes);
           continue;
         }
+        if (d.decode_split && n_tokens == 1) {
+          rec.dispatch(*d.decode_split, d.decode_split_group, d.a * splits, 1, "attention_decode_split", kv_bytes);
+          continue;
+        }
         if (d.blocked && n_tokens >= d.blocked_min) {
           const uint32_t blocks = (n_tokens + d.blocked_tq - 1) / d.blocked_tq;
           rec.dispatch(*d.blocked, d.blocked_group, d.blocked_a * blocks * splits, 1, d.role, kv_bytes);
@@ -428,6 +432,14 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     d.decode = &k_.get(o.key);
     d.decode_group = k_.device().bind(*d.decode, o.bindings, "attention_decode:" + att.label());
     d.decode_max = kAttnDecodeMax;
+    gpu::KernelKey sk = o.key;  // longer one-token passes: splits of s.split positions, s.split threads
+    sk.constants["SPLIT"] = s.split;
+    uint32_t wg = 64;  // a power of two in [64, 256], up to the split
+    while (wg < 256 && 2 * wg <= s.split) wg *= 2;
+    sk.constants["WG"] = wg;
+    d.decode_split = &k_.get(sk);
+    d.decode_split_group = k_.device().bind(*d.decode_split, {part, q, k_cache, v_cache, pages, *step_},
+                                            "attention_decode_split:" + part.label());
     decode_ = std::move(o);
   }
   if (g < 2) return;

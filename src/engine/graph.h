@@ -85,6 +85,10 @@ struct Dispatch {
   const gpu::Pipeline* decode_q8 = nullptr;
   gpu::BindGroup decode_q8_group;
   uint32_t decode_max = 0;
+  // The same kernel over splits of b positions (a workgroup per query head and split) for the longer
+  // one-token passes, writing part for attention_combine like the split kernel.
+  const gpu::Pipeline* decode_split = nullptr;
+  gpu::BindGroup decode_split_group;
   uint32_t skip_min = 0;  // non-zero: passes of at least skip_min tokens skip this dispatch
   uint32_t skip_decode_max = 0;  // non-zero: one-token passes that see at most this many positions skip it
   // copy: the last token's row of `src` (b floats per token) to `dst`
