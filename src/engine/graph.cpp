@@ -24,7 +24,9 @@ static constexpr uint32_t kAttnGroupedMin = 256;  // workgroups (about 2 per H20
 // Its workgroups are (NH / G) x T / (32 / G): shorter passes would leave much of a large GPU idle.
 static constexpr uint32_t kAttnFlashMinTokens = 64, kAttnFlashRows = 32;
 // One-token passes that see up to kAttnDecodeMax positions: attention_decode.wgsl, a workgroup per query
-// head over every position, no splits and no combine dispatch.
+// head over every position, no splits and no combine dispatch. Longer ones run the same kernel over
+// splits of Forward::kSplit positions, merged by attention_combine (H200 at 4096 positions: +3.5% 1B,
+// +14% 4B decode against the older split kernel, bench/EXPERIMENTS.md).
 static constexpr uint32_t kAttnDecodeMax = 512;
 // A decode matvec that makes its x from the residual step (x_q8_norm.wgsl) serves kNormRows rows per
 // workgroup: each workgroup reads the whole residual, so few of them (H200: 32 beat 16 and 64).
