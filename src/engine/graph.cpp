@@ -21,9 +21,10 @@ static constexpr uint32_t kAttnRows = 8, kAttnBlockHeads = 4, kAttnBlockedMinTok
 static constexpr uint32_t kAttnGroupedMin = 256;  // workgroups (about 2 per H200 SM) before grouping heads
 // Passes of kAttnFlashMinTokens+ tokens: flash attention (attention_flash.wgsl), tiles of 32 query rows
 // with no split-K and no combine, where the heads allow (HD % 32 == 0, HD <= 128, NH / NKV divides 32).
-// Its workgroups are (NH / G) x T / (32 / G), few on short passes, yet from 16 tokens it beats the
-// blocked kernel and its combine dispatch (H200, 35-token prompts: TTFT -7..-9%, bench/EXPERIMENTS.md).
-static constexpr uint32_t kAttnFlashMinTokens = 16, kAttnFlashRows = 32;
+// Its workgroups are (NH / G) x T / (32 / G), few on short passes, yet it beats the blocked kernel
+// and its combine dispatch on every pass length measured (H200 TTFT: -10..-14% for 4-token prompts,
+// -7..-9% for 12 and 35 tokens, bench/EXPERIMENTS.md). The blocked kernel serves the other heads.
+static constexpr uint32_t kAttnFlashMinTokens = 2, kAttnFlashRows = 32;
 // One-token passes that see up to kAttnDecodeMax positions: attention_decode.wgsl, a workgroup per query
 // head over every position, no splits and no combine dispatch. Longer ones run the same kernel over
 // splits of Forward::kSplit positions, merged by attention_combine (H200 at 4096 positions: +3.5% 1B,
