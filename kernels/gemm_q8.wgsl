@@ -27,8 +27,8 @@ override GATED: bool = false;
 // so the global loads' latency hides behind the dot products. Codes live in separate lo/hi arrays:
 // the 16 tokens a warp reads are then 256 contiguous bytes.
 // (64 x 128 tiles, 8 tokens per thread: +4% on a 1B model, -1% on a 4B one, on the H200.)
-const UPS = 4u;                                   // units per step
-const SPT = UPS / 2u;                             // units each thread stages per step
+override UPS: u32 = 4u;  // units per step: 4, or 2 where workgroup memory is under 22.5 KB (GraphBuilder)
+override SPT: u32 = UPS / 2u;                     // units each thread stages per step (at most 2)
 var<workgroup> wlo: array<vec4u, 64u * UPS>;      // [unit][64 virtual rows]: codes 0..15 as bytes
 var<workgroup> whi: array<vec4u, 64u * UPS>;      // codes 16..31
 var<workgroup> wf: array<vec2f, 64u * UPS>;       // the unit's floats (w_floats)
@@ -104,7 +104,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let tt = lid % 16u;  // micro-tile tokens tt, tt + 16, tt + 32, tt + 48
   var acc: array<vec4f, 4>;  // [row j][token m]
   let steps = (COLS / 32u + UPS - 1u) / UPS;
-  var next: array<Staged, SPT>;  // 128 UPS units per step: SPT per thread
+  var next: array<Staged, 2>;  // 128 UPS units per step: SPT per thread
   for (var k = 0u; k < SPT; k++) { next[k] = stage(0u, lid + 256u * k, rt, t0, n_tokens); }
   for (var s = 0u; s < steps; s++) {
     for (var k = 0u; k < SPT; k++) { put(lid + 256u * k, next[k]); }
