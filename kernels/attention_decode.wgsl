@@ -11,7 +11,7 @@
 //
 // With SPLIT > 0 (long contexts) a workgroup takes one query head's SPLIT positions and writes the
 // split's unnormalised output, max and sum to `part` (bound where att is otherwise), as attention.wgsl
-// does, for attention_combine; the workgroup then has WG = SPLIT threads (64..256).
+// does, for attention_combine; the host then sizes WG to the split (a power of two in 64..256).
 //!include common
 //!include XOUT
 
