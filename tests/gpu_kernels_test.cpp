@@ -90,9 +90,9 @@ INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(64u, 300u, 2048u, 8
 // RoPE + KV append + paged attention over a chunk at a non-zero position, with a shuffled page
 // table, several splits, GQA, both RoPE styles, QK-norm and bias; each of the attention kernel's
 // forms, and flash attention (no splits) on longer chunks.
-// A workgroup per query head and split / per KV head / per KV head and 2 tokens / per 32 rows (flash) /
-// per query head over every position (decode, one token).
-enum class AttnForm { Heads, Grouped, Blocked, Flash, Decode, DecodeSplit };
+// A workgroup per query head and split / per query heads of a KV head and tokens (blocked) / per 32 rows
+// (flash) / per query head over every position, or per query head and split (decode, one token).
+enum class AttnForm { Heads, Blocked, Flash, Decode, DecodeSplit };
 struct AttnProblem {
   uint32_t pos0, T, hd, nh, nkv, rot, page, split;
   bool neox, qk_norm, bias;
@@ -194,12 +194,6 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
     d.decode_split = nullptr;
   }
   if (form != AttnForm::Blocked) d.blocked = nullptr;
-  if (form == AttnForm::Grouped) {
-    ASSERT_NE(d.grouped, nullptr);
-    d.grouped_min = 0;
-  } else {
-    d.grouped = nullptr;
-  }
   run(g, pos0, T);
 
   std::vector<float> want_q, want_att;
@@ -258,10 +252,10 @@ TEST_P(AttentionTest, MatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionTest,
                          ::testing::Values(AttnCase{false, false, false, 32}, AttnCase{true, false, false, 32},
                                            AttnCase{true, true, false, 32}, AttnCase{true, false, true, 16},
-                                           AttnCase{false, false, true, 8}, AttnCase{false, false, false, 32, AttnForm::Grouped},
-                                           AttnCase{true, true, true, 16, AttnForm::Grouped},
+                                           AttnCase{false, false, true, 8}, AttnCase{false, false, false, 32, AttnForm::Blocked},
+                                           AttnCase{true, true, true, 16, AttnForm::Blocked},
                                            AttnCase{false, false, false, 32, AttnForm::Heads, 1100},
-                                           AttnCase{true, false, false, 32, AttnForm::Grouped, 1100},
+                                           AttnCase{true, false, false, 32, AttnForm::Blocked, 1100, 4},
                                            AttnCase{true, true, false, 32, AttnForm::Blocked},
                                            AttnCase{false, false, true, 16, AttnForm::Blocked, 1100},
                                            AttnCase{true, false, false, 32, AttnForm::Blocked, 13, 8}),
@@ -269,7 +263,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, AttentionTest,
                            const AttnCase& c = info.param;
                            return std::string(c.neox ? "neox" : "normal") + (c.qk_norm ? "_qknorm" : "") +
                                   (c.bias ? "_bias" : "") + "_rot" + std::to_string(c.rot) +
-                                  (c.form == AttnForm::Grouped ? "_grouped" : c.form == AttnForm::Blocked ? "_blocked" : "") +
+                                  (c.form == AttnForm::Blocked ? "_blocked" : "") +
                                   (c.pos0 > 64 ? "_long" : "") + (c.nkv == 8 ? "_mha" : "");
                          });
 

@@ -20,7 +20,6 @@ static constexpr uint32_t kGemmQ8StepBytes = 64 * 40 + 64 * 48;
 // Passes of kAttnBlockedMinTokens+ tokens: attention workgroups of kAttnRows query rows, up to
 // kAttnBlockHeads heads of a KV head x tokens (H200: 4 x 2 beat 1 x 8; prefill-1024 +17%).
 static constexpr uint32_t kAttnRows = 8, kAttnBlockHeads = 4, kAttnBlockedMinTokens = 2;
-static constexpr uint32_t kAttnGroupedMin = 256;  // workgroups (about 2 per H200 SM) before grouping heads
 // Passes of kAttnFlashMinTokens+ tokens: flash attention (attention_flash.wgsl), tiles of 32 query rows
 // with no split-K and no combine, where the heads allow (HD % 32 == 0, HD <= 128, NH / NKV divides 32).
 // Its workgroups are (NH / G) x T / (32 / G), few on short passes, yet it beats the blocked kernel
@@ -114,10 +113,6 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
         if (d.blocked && n_tokens >= d.blocked_min) {
           const uint32_t blocks = (n_tokens + d.blocked_tq - 1) / d.blocked_tq;
           rec.dispatch(*d.blocked, d.blocked_group, d.blocked_a * blocks * splits, 1, d.role, kv_bytes);
-          continue;
-        }
-        if (d.grouped && d.grouped_a * n_tokens * splits >= d.grouped_min) {
-          rec.dispatch(*d.grouped, d.grouped_group, d.grouped_a * n_tokens * splits, 1, d.role, kv_bytes);
           continue;
         }
         rec.dispatch(*d.pipeline, d.group, d.a * n_tokens * splits, 1, d.role, kv_bytes);
@@ -399,10 +394,10 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
              {"SCALE", 1.0 / std::sqrt((double)s.hd)}}};
   };
   const std::vector<gpu::Binding> b = {part, q, k_cache, v_cache, pages, *step_};
-  add(key(1), b, Grid::AttentionSplits, s.nh, s.split);  // a workgroup per query head
-  // The query heads of one KV head together (up to 8: the kernel's register arrays), once there are
-  // kAttnGroupedMin workgroups that way (H200, bench/EXPERIMENTS.md: at 163 positions the grouped
-  // kernel lost 12% of decode speed, at 4k it won 11%).
+  // A workgroup per query head and split: what the variants below leave (none of them, when every
+  // one-token pass takes attention_decode and every longer one the blocked or flash kernel).
+  add(key(1), b, Grid::AttentionSplits, s.nh, s.split);
+  // The query heads of one KV head together (up to 8: the kernel's register arrays).
   uint32_t g = s.nh / s.nkv;
   while (g > 8) g = (g % 2 == 0) ? g / 2 : 1;
   Dispatch& d = g_.ops.back();
@@ -451,11 +446,6 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                                             "attention_decode_split:" + part.label());
     decode_ = std::move(o);
   }
-  if (g < 2) return;
-  const gpu::Pipeline& p = k_.get(key(g));
-  d.grouped = &p;
-  d.grouped_group = k_.device().bind(p, b, "attention_grouped:" + part.label());
-  d.grouped_a = s.nh / g, d.grouped_min = kAttnGroupedMin;
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {

@@ -59,14 +59,9 @@ struct Dispatch {
   uint32_t ksplit = 0, split_max = 0, reduce_blocks = 0;
   std::string split_role;
   Variant variant(uint32_t n_tokens) const;
-  // Attention's variant with the query heads of a KV head in one workgroup (grouped_a groups per token
-  // and split), used once a pass has at least grouped_min workgroups that way: it reads the cache once
-  // per KV head, but at short contexts it would leave the GPU idle.
-  const gpu::Pipeline* grouped = nullptr;
-  gpu::BindGroup grouped_group;
-  uint32_t grouped_a = 0, grouped_min = 0;
-  // And with blocked_tq tokens per workgroup too, for passes of at least blocked_min tokens (prefill):
-  // blocked_a head groups x token blocks x splits.
+  // Attention's variant with up to 4 query heads of a KV head and blocked_tq tokens per workgroup, for
+  // passes of at least blocked_min tokens that flash attention does not serve: blocked_a head groups x
+  // token blocks x splits.
   const gpu::Pipeline* blocked = nullptr;
   gpu::BindGroup blocked_group;
   uint32_t blocked_a = 0, blocked_tq = 0, blocked_min = 0;
