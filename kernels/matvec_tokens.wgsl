@@ -14,7 +14,7 @@ override Y_OFFSET: u32 = 0u;
 override Y_STRIDE: u32;     // floats between tokens in y
 override GATED: bool = false;
 
-override RPL: u32 = 1u;     // rows per lane group
+override RPL: u32 = 1u;     // rows per lane group (up to 4)
 override LANES: u32 = 16u;  // lanes per group: few, so each lane has several units to work through
 override WG: u32 = 64u;     // WG / LANES lane groups per workgroup
 override TT: u32 = 8u;      // tokens per workgroup: 2 * RPL * TT <= 32 and RPL * TT <= LANES
@@ -38,17 +38,24 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let units = COLS / 32u;
   let rb = w_row_bytes();
   for (var u = lane; u < units; u += LANES) {
+    // The unit of each of the RPL rows first (rows past the end repeat the last one; write_sums
+    // drops them), then each token's x unit once for all of them: x is the bulk of what a lane loads.
+    var wr: array<WUnit, 4>;
+    var wg: array<WUnit, 4>;
     for (var j = 0u; j < RPL; j++) {
-      let r = row0 + j;
-      if (r < ROWS) {
-        var wu = w_load(r * rb, u);
-        var wg = wu;
-        if (GATED) { wg = w_load((r + ROWS) * rb, u); }
-        for (var t = 0u; t < TT; t++) {  // a constant trip count keeps acc in registers
-          if (t < nt) {
-            var xu = x_unit(t0 + t, u);
-            acc[t * RPL + j] += w_dot_x(&wu, &xu);
-            if (GATED) { acc[(TT + t) * RPL + j] += w_dot_x(&wg, &xu); }
+      let r = min(row0 + j, ROWS - 1u);
+      wr[j] = w_load(r * rb, u);
+      if (GATED) { wg[j] = w_load((r + ROWS) * rb, u); }
+    }
+    for (var t = 0u; t < TT; t++) {  // a constant trip count keeps acc in registers
+      if (t < nt) {
+        var xu = x_unit(t0 + t, u);
+        for (var j = 0u; j < RPL; j++) {
+          var a = wr[j];
+          acc[t * RPL + j] += w_dot_x(&a, &xu);
+          if (GATED) {
+            var b = wg[j];
+            acc[(TT + t) * RPL + j] += w_dot_x(&b, &xu);
           }
         }
       }

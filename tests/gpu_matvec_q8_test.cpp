@@ -254,7 +254,8 @@ INSTANTIATE_TEST_SUITE_P(
     QuantTypes, Int8TokensTest,
     ::testing::Values(TokensCase{GgmlType::Q4_0, 70, 768, 8, 1, 8}, TokensCase{GgmlType::Q4_0, 37, 4096, 16, 1, 16},
                       TokensCase{GgmlType::Q8_0, 70, 256, 4, 2, 8}, TokensCase{GgmlType::Q4_K, 70, 512, 8, 2, 16},
-                      TokensCase{GgmlType::Q6_K, 33, 512, 8, 1, 32}),
+                      TokensCase{GgmlType::Q6_K, 33, 512, 8, 1, 32},
+                      TokensCase{GgmlType::Q4_0, 70, 512, 4, 4, 16}, TokensCase{GgmlType::Q6_K, 70, 512, 8, 2, 16}),
     [](const auto& info) {
       return std::string(type_name(info.param.type)) + "_" + std::to_string(info.param.rows) + "x" +
              std::to_string(info.param.cols) + "_TT" + std::to_string(info.param.tt) + "_RPL" +

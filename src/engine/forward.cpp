@@ -10,10 +10,11 @@ namespace ztvm {
 // Attention splits (Forward::kSplit, H200: 128 positions beat 64 by 4% at 4k with the f16 cache).
 // Decode steps that see up to 512 positions take attention_decode.wgsl instead: no splits (graph.cpp).
 // Passes of up to kQ8MaxTokens tokens run the matvec on int8 x (graph.h use_q8_x): groups of
-// kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes a GEMM. Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): 8 tokens x 1 row x 16 lanes
-// beat 32 lanes by 5-10%, 4 or 16 tokens and 2 rows by 10-40%; at 512 tokens the int8 matvec only
-// matched the GEMM.
-static constexpr uint32_t kQ8MaxTokens = GraphBuilder::kQ8MatvecMaxTokens, kQ8TokensPerGroup = 8, kQ8RowsPerLane = 1,
+// kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes a GEMM.
+// Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): with each x unit loaded once for all
+// of a lane's rows, 4 tokens x 2 rows x 16 lanes beat 8 x 1 (the best before) by 10-20% in TTFT, and
+// 8 x 2, 4 x 4, 2 x 2, 4 x 1, 8 or 32 lanes by 4-25%; at 512 tokens the int8 matvec only matched the GEMM.
+static constexpr uint32_t kQ8MaxTokens = GraphBuilder::kQ8MatvecMaxTokens, kQ8TokensPerGroup = 4, kQ8RowsPerLane = 2,
                           kQ8Lanes = 16;
 // Longer chunks through gemm_q8.wgsl (int8 tiles) instead of the f32 GEMM: prefill of 512 tokens
 // 1.5-1.6x faster on the H200 (bench/EXPERIMENTS.md, 2026-11-30).
