@@ -40,15 +40,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<f32, 32>;  // [half][row]: RPL rows, then their up rows when GATED
   let units = COLS / 32u;
   let rb = w_row_bytes();
-  for (var s = lane; s < units / DOT_UNITS; s += LANES) {  // DOT_UNITS units a turn (the DOT snippet says which)
+  let n = units / DOT_UNITS;  // turns of DOT_UNITS units (the DOT snippet says which)
+  for (var s = lane; s < n; s += LANES) {
     var xs: array<XUnit, DOT_UNITS>;
     for (var i = 0u; i < DOT_UNITS; i++) { xs[i] = x_unit(0u, step_unit(s, i)); }
     for (var j = 0u; j < RPL; j++) {
-      let r = row0 + j;
-      if (r < ROWS) {
-        acc[j] += w_dot_step(r * rb, s, &xs);
-        if (GATED) { acc[RPL + j] += w_dot_step((r + ROWS) * rb, s, &xs); }
-      }
+      // Rows past the end repeat the last one (write_sums drops them): no branch around the loads.
+      let r = min(row0 + j, ROWS - 1u);
+      acc[j] += w_dot_step(r * rb, s, &xs);
+      if (GATED) { acc[RPL + j] += w_dot_step((r + ROWS) * rb, s, &xs); }
     }
   }
   write_sums(&acc, lid, row0, 0u, 1u, x_scale());
