@@ -47,16 +47,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       wr[j] = w_load(r * rb, u);
       if (GATED) { wg[j] = w_load((r + ROWS) * rb, u); }
     }
-    for (var t = 0u; t < TT; t++) {  // a constant trip count keeps acc in registers
-      if (t < nt) {
-        var xu = x_unit(t0 + t, u);
-        for (var j = 0u; j < RPL; j++) {
-          var a = wr[j];
-          acc[t * RPL + j] += w_dot_x(&a, &xu);
-          if (GATED) {
-            var b = wg[j];
-            acc[(TT + t) * RPL + j] += w_dot_x(&b, &xu);
-          }
+    // A constant trip count keeps acc in registers; tokens past the pass repeat its last one
+    // (write_sums drops them), so no branch stands between the loads.
+    for (var t = 0u; t < TT; t++) {
+      var xu = x_unit(min(t0 + t, step.n_tokens - 1u), u);
+      for (var j = 0u; j < RPL; j++) {
+        var a = wr[j];
+        acc[t * RPL + j] += w_dot_x(&a, &xu);
+        if (GATED) {
+          var b = wg[j];
+          acc[(TT + t) * RPL + j] += w_dot_x(&b, &xu);
         }
       }
     }
