@@ -62,6 +62,12 @@ fn block_reduce(lid: u32, v: f32, is_max: bool) -> f32 {
   return r;
 }
 
+// Value word w (dims 2w, 2w + 1) of position b + i for KV head kvh.
+fn value_pair(b: u32, i: u32, kvh: u32, w: u32) -> vec2f {
+  let vb = ((pages[(b + i) / PAGE] * PAGE + (b + i) % PAGE) * NKV + kvh) * (HD / 8u);
+  return unpack2x16float(v_cache[vb + w / 4u][w % 4u]);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
@@ -86,17 +92,22 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var o = vec2f(0.0, 0.0);   // dims 2w, 2w + 1 over group g's positions
   for (var b = start; b < n; b += WG) {
     let p = b + lid;
-    var s = NEG;
-    if (p < n) {
-      let kb = (pages[p / PAGE] * NKV + kvh) * (HD / 8u) * PAGE + p % PAGE;
-      var s0 = 0.0;
-      var s1 = 0.0;
-      for (var d = 0u; d < HD / 8u; d++) {
-        let kk = k_cache[kb + d * PAGE];
-        s0 += dot(qv[2u * d], vec4f(unpack2x16float(kk.x), unpack2x16float(kk.y)));
-        s1 += dot(qv[2u * d + 1u], vec4f(unpack2x16float(kk.z), unpack2x16float(kk.w)));
-      }
-      s = s0 + s1;
+    let pc = min(p, n - 1u);  // past the positions: a valid key, its score dropped (no branch around the loads)
+    let kb = (pages[pc / PAGE] * NKV + kvh) * (HD / 8u) * PAGE + pc % PAGE;
+    var s0 = 0.0;
+    var s1 = 0.0;
+    for (var d = 0u; d < HD / 8u; d++) {
+      let kk = k_cache[kb + d * PAGE];
+      s0 += dot(qv[2u * d], vec4f(unpack2x16float(kk.x), unpack2x16float(kk.y)));
+      s1 += dot(qv[2u * d + 1u], vec4f(unpack2x16float(kk.z), unpack2x16float(kk.w)));
+    }
+    let s = select(NEG, s0 + s1, p < n);
+    // The first batch of this thread's values now: they do not depend on the weights, so their loads
+    // overlap the two reductions below.
+    let cnt = min(WG, n - b);
+    var v: array<vec2f, BATCH>;
+    if (g < NG) {
+      for (var j = 0u; j < BATCH; j++) { v[j] = value_pair(b, min(g + j * NG, cnt - 1u), kvh, w); }
     }
     let mx = max(m, block_reduce(lid, s, true));  // its first barrier: every thread is past the last block's pw
     let alpha = exp(m - mx);
@@ -105,19 +116,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     pw[lid] = e;
     l = l * alpha + block_reduce(lid, e, false);  // its barriers also publish pw
     o *= alpha;
-    let cnt = min(WG, n - b);
     if (g < NG) {
       for (var i0 = g; i0 < cnt; i0 += NG * BATCH) {
-        var v: array<vec2f, BATCH>;
-        var wt: array<f32, BATCH>;
+        if (i0 != g) {  // later batches: all BATCH loads issued before any is used
+          for (var j = 0u; j < BATCH; j++) { v[j] = value_pair(b, min(i0 + j * NG, cnt - 1u), kvh, w); }
+        }
         for (var j = 0u; j < BATCH; j++) {
           let i = i0 + j * NG;
-          let ic = min(i, cnt - 1u);  // past the block: a valid position, weighted 0
-          let vb = ((pages[(b + ic) / PAGE] * PAGE + (b + ic) % PAGE) * NKV + kvh) * (HD / 8u);
-          v[j] = unpack2x16float(v_cache[vb + w / 4u][w % 4u]);
-          wt[j] = select(0.0, pw[ic], i < cnt);
+          o += select(0.0, pw[min(i, cnt - 1u)], i < cnt) * v[j];  // past the block: weighted 0
         }
-        for (var j = 0u; j < BATCH; j++) { o += wt[j] * v[j]; }
       }
     }
   }
