@@ -384,6 +384,7 @@ void GraphBuilder::add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const
 void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
                            const gpu::Buffer& qkv, const gpu::Buffer& aux, const gpu::Buffer& rope,
                            const gpu::Buffer& pages, const AttnShape& s) {
+  if (s.hd % 8 != 0 || s.hd > 128) throw ModelError("rope_kv: head size " + std::to_string(s.hd) + " is not a multiple of 8 up to 128");
   add({"rope_kv", {},
        {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"ROT", s.rot}, {"PAGE", s.page}, {"NEOX", s.neox},
         {"QK_NORM", s.qk_norm}, {"HAS_BIAS", s.bias}, {"EPS", s.eps}}},
