@@ -2,7 +2,8 @@
 // One workgroup per (token, head). The splits' maxima and sums are read in parallel (thread s takes
 // splits s, s + 64, ...) and reduced in workgroup memory; then each chunk of 64 splits gets its
 // weights e^(m_s - M) / L computed once, and every thread adds up its dims over the chunk, loading
-// BATCH splits at a time (one at a time, the loads chained: ~13 us per layer at 4k on the H200).
+// BATCH splits at a time (one at a time, the loads chained: ~13 us per layer at 4k on the H200), the
+// first batch before the reductions.
 //!include common
 //!include XOUT
 
@@ -19,6 +20,7 @@ var<workgroup> red: array<f32, 64>;
 var<workgroup> wts: array<f32, 64>;  // weights of the current chunk of splits
 var<workgroup> outv: array<f32, 256>;  // the head's output, for its int8 units (EMIT_Q8)
 const BATCH = 8u;
+override DPT: u32 = (HD + 63u) / 64u;  // dims per thread (at most 4)
 
 // The max (or sum) of every thread's v: one barrier to publish them, then each thread reads all 64
 // (a tree would take six barriers; this kernel's time is its chain of waits, not its arithmetic).
@@ -40,6 +42,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let h = g % NH;
   if (t >= step.n_tokens) { return; }
   let base = (t * NH + h) * n_splits * (HD + 2u);
+  // The first batch of values now: they do not depend on the weights, so their loads overlap the two
+  // reductions below.
+  var v0: array<vec4f, BATCH>;
+  for (var i = 0u; i < BATCH; i++) {
+    let pb = base + min(i, n_splits - 1u) * (HD + 2u);
+    for (var j = 0u; j < DPT; j++) { v0[i][j] = part[pb + min(lid + j * 64u, HD - 1u)]; }
+  }
   var mx = -1e30;
   for (var s = lid; s < n_splits; s += 64u) { mx = max(mx, part[base + s * (HD + 2u) + HD]); }
   mx = reduce(lid, mx, true);
@@ -58,10 +67,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();
     // BATCH splits' values are loaded before any is used, so their latencies overlap.
     for (var s0 = 0u; s0 < n; s0 += BATCH) {
-      var v: array<vec4f, BATCH>;
-      for (var i = 0u; i < BATCH; i++) {
-        let pb = base + (c + min(s0 + i, n - 1u)) * (HD + 2u);  // past n: a valid split, weighted 0
-        for (var j = 0u; j < 4u; j++) { v[i][j] = part[pb + min(lid + j * 64u, HD - 1u)]; }
+      var v = v0;
+      if (c + s0 > 0u) {
+        for (var i = 0u; i < BATCH; i++) {
+          let pb = base + (c + min(s0 + i, n - 1u)) * (HD + 2u);  // past n: a valid split, weighted 0
+          for (var j = 0u; j < DPT; j++) { v[i][j] = part[pb + min(lid + j * 64u, HD - 1u)]; }
+        }
       }
       for (var i = 0u; i < BATCH; i++) { acc += v[i] * wts[s0 + i]; }
     }
