@@ -32,6 +32,31 @@ std::vector<float> run_matmul(gpu::Kernels& k, Graph& g, const Matrix& m, const 
   return read(y, out);
 }
 
+
+// The residual step, add_rmsnorm and a matmul on its output, as the forward pass records them: random
+// a, b (T x d) and norm weights, int8 x for passes of up to max_tokens, y of T x y_width floats.
+struct NormThenMatmul {
+  std::vector<float> a, b, nw;
+  gpu::Buffer ab, bb, nwb, xb, sum, y, step, xq, xs;
+  Graph g;
+  NormThenMatmul(gpu::Kernels& k, const Matrix& m, uint32_t d, uint32_t T, uint32_t y_width, uint32_t max_tokens,
+                 uint32_t seed)
+      : a(random_vec((size_t)T * d, seed)), b(random_vec((size_t)T * d, seed + 1)), nw(random_vec(d, seed + 2, 0.3f)),
+        ab(upload("test.a", a)), bb(upload("test.b", b)), nwb(upload("test.norm", nw)),
+        xb(device().buffer("test.xb", (size_t)T * d * 4)), sum(device().buffer("test.sum", (size_t)T * d * 4)),
+        y(device().buffer("test.y", (size_t)T * y_width * 4)), step(step_buffer(0, T)),
+        xq(device().buffer("test.xq", (size_t)max_tokens * d)), xs(device().buffer("test.xs", (size_t)max_tokens * d / 32 * 8)) {
+    GraphBuilder gb(k, g, step);
+    gb.use_q8_x(xq, xs, max_tokens);
+    gb.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
+    gb.matmul(y, xb, m);
+  }
+  std::vector<float> residual() const {  // a + b
+    std::vector<float> s(a.size());
+    for (size_t i = 0; i < s.size(); i++) s[i] = a[i] + b[i];
+    return s;
+  }
+};
 }  // namespace
 
 class Int8MatvecTest : public ::testing::TestWithParam<Q8Case> {};
@@ -133,25 +158,18 @@ TEST_P(Int8NormMatvecTest, MatchesCpuTwin) {
   gpu::Kernels k(device());
   EncodedMatrix w(c.type, c.rows, d, 41), up(c.type, c.rows, d, 45);
   Matrix m = c.gated ? upload_gated(device(), "test.gate_up", w.view, up.view) : upload_matrix(device(), "test.w", {&w.view});
-  std::vector<float> a = random_vec((size_t)T * d, 42), bres = random_vec((size_t)T * d, 43), nw = random_vec(d, 44, 0.3f);
-  gpu::Buffer ab = upload("test.a", a), bb = upload("test.b", bres), nwb = upload("test.norm", nw);
-  gpu::Buffer xb = device().buffer("test.xb", T * d * 4), sum = device().buffer("test.sum", T * d * 4);
-  gpu::Buffer y = device().buffer("test.y", T * c.rows * 4), step = step_buffer(0, T);
-  gpu::Buffer xq = device().buffer("test.xq", 4 * d), xs = device().buffer("test.xs", 4 * d / 32 * 8);
-  Graph g;
-  GraphBuilder b(k, g, step);
-  b.use_q8_x(xq, xs, 4);
-  b.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
-  b.matmul(y, xb, m);
+  NormThenMatmul r(k, m, d, T, c.rows, 4, 42);
+  const Graph& g = r.g;
+  const std::vector<float>& nw = r.nw;
   ASSERT_EQ(g.ops.size(), 2u);
   EXPECT_EQ(g.ops[0].single_role, "add_rmsnorm_q8");
   EXPECT_EQ(g.ops[0].variant(T), T == 1 ? Variant::Skip : Variant::Single);
   EXPECT_EQ(g.ops[1].variant(T), T == 1 ? Variant::Single : Variant::Few);
   EXPECT_EQ(g.ops[1].single_role.substr(g.ops[1].single_role.size() - 5), "_norm");
   run(g, 0, T);
-  std::vector<float> s((size_t)T * d), normed_all, want, exact;
-  for (size_t i = 0; i < s.size(); i++) s[i] = a[i] + bres[i];
-  EXPECT_EQ(read(sum, s.size()), s);  // the residual stream, written exactly once
+  const std::vector<float> s = r.residual();
+  std::vector<float> normed_all, want, exact;
+  EXPECT_EQ(read(r.sum, s.size()), s);  // the residual stream, written exactly once
   for (uint32_t t = 0; t < T; t++) {
     const std::vector<float> normed = ref::rmsnorm(std::vector<float>(&s[t * d], &s[(t + 1) * d]), nw, d, 1e-5f);
     const std::vector<float> x8 = ref::quantize_q8(normed);
@@ -162,9 +180,9 @@ TEST_P(Int8NormMatvecTest, MatchesCpuTwin) {
     exact.insert(exact.end(), ex.begin(), ex.end());
   }
   if (T > 1) {
-    EXPECT_LT(nmse(read(xb, normed_all.size()), normed_all), 1e-12);  // longer passes: the f32 output too
+    EXPECT_LT(nmse(read(r.xb, normed_all.size()), normed_all), 1e-12);  // longer passes: the f32 output too
   }
-  const std::vector<float> got = read(y, (size_t)T * c.rows);
+  const std::vector<float> got = read(r.y, (size_t)T * c.rows);
   // Packing x * weight and scaling the sums rounds differently from packing rmsnorm(x) * weight: an
   // int8 code may land one off on a rounding boundary, hence the margin over the plain matvec's 1e-9.
   EXPECT_LT(nmse(got, want), 1e-8);
@@ -229,34 +247,26 @@ TEST(Int8Matvec, TwoPartsOneDispatchMakingX) {
     Matrix m = upload_matrix(device(), "test.qkv", {&pa.view, &pb.view});
     ASSERT_EQ(m.parts.size(), 2u);
     for (uint32_t T : {1u, 3u}) {
-      std::vector<float> a = random_vec((size_t)T * d, 83), bres = random_vec((size_t)T * d, 84), nw = random_vec(d, 85, 0.3f);
-      gpu::Buffer ab = upload("test.a", a), bb = upload("test.b", bres), nwb = upload("test.norm", nw);
-      gpu::Buffer xb = device().buffer("test.xb", T * d * 4), sum = device().buffer("test.sum", T * d * 4);
-      gpu::Buffer y = device().buffer("test.y", T * 107 * 4), step = step_buffer(0, T);
-      gpu::Buffer xq = device().buffer("test.xq", 4 * d), xs = device().buffer("test.xs", 4 * d / 32 * 8);
-      Graph g;
-      GraphBuilder b(k, g, step);
-      b.use_q8_x(xq, xs, 4);
-      b.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
-      b.matmul(y, xb, m);
+      NormThenMatmul r(k, m, d, T, 107, 4, 83);
+      const Graph& g = r.g;
       ASSERT_EQ(g.ops.size(), 3u);  // the norm, one dispatch per part
       EXPECT_EQ(g.ops[0].variant(T), T == 1 ? Variant::Skip : Variant::Single);
       EXPECT_EQ(g.ops[1].variant(T), T == 1 ? Variant::Single : Variant::Few);
       EXPECT_EQ(g.ops[2].variant(T), T == 1 ? Variant::Skip : Variant::Few);
       EXPECT_EQ(g.ops[1].single_role.substr(g.ops[1].single_role.size() - 5), "_norm");
       run(g, 0, T);
-      std::vector<float> s((size_t)T * d), want;
-      for (size_t i = 0; i < s.size(); i++) s[i] = a[i] + bres[i];
-      EXPECT_EQ(read(sum, s.size()), s);  // the residual stream
+      const std::vector<float> s = r.residual();
+      std::vector<float> want;
+      EXPECT_EQ(read(r.sum, s.size()), s);  // the residual stream
       for (uint32_t t = 0; t < T; t++) {
         const std::vector<float> x8 =
-            ref::quantize_q8(ref::rmsnorm(std::vector<float>(&s[t * d], &s[(t + 1) * d]), nw, d, 1e-5f));
+            ref::quantize_q8(ref::rmsnorm(std::vector<float>(&s[t * d], &s[(t + 1) * d]), r.nw, d, 1e-5f));
         const std::vector<float> ya = ref::matmul(pa.ref(), x8), yb = ref::matmul(pb.ref(), x8);
         want.insert(want.end(), ya.begin(), ya.end());
         want.insert(want.end(), yb.begin(), yb.end());
       }
       // As Int8NormMatvecTest: x made in the workgroup may round an int8 code one off.
-      EXPECT_LT(nmse(read(y, want.size()), want), 1e-8) << type_name(ta) << "+" << type_name(tb) << " T=" << T;
+      EXPECT_LT(nmse(read(r.y, want.size()), want), 1e-8) << type_name(ta) << "+" << type_name(tb) << " T=" << T;
     }
   }
 }
@@ -314,31 +324,20 @@ TEST(Int8Matvec, TokenGroupsWriteEachPartAtItsOffset) {
   EncodedMatrix a(GgmlType::Q4_0, 40, cols, 61), b(GgmlType::Q6_K, 27, cols, 62);
   Matrix m = upload_matrix(device(), "test.qkv", {&a.view, &b.view});
   ASSERT_EQ(m.parts.size(), 2u);
-  std::vector<float> r0 = random_vec((size_t)T * cols, 63), r1 = random_vec((size_t)T * cols, 64);
-  std::vector<float> nw = random_vec(cols, 65, 0.3f);
-  gpu::Buffer ab = upload("test.a", r0), bb = upload("test.b", r1), nwb = upload("test.norm", nw);
-  gpu::Buffer xb = device().buffer("test.xb", (size_t)T * cols * 4), sum = device().buffer("test.sum", (size_t)T * cols * 4);
-  gpu::Buffer y = device().buffer("test.y", (size_t)T * 67 * 4), step = step_buffer(0, T);
-  gpu::Buffer xq = device().buffer("test.xq", (size_t)64 * cols), xs = device().buffer("test.xs", (size_t)64 * cols / 32 * 8);
-  Graph g;
-  GraphBuilder gb(k, g, step);
-  gb.use_q8_x(xq, xs, 64);
-  gb.add_rmsnorm(xb, sum, ab, bb, nwb, cols, 1e-5f);
-  gb.matmul(y, xb, m);
+  NormThenMatmul r(k, m, cols, T, 67, 64, 63);
+  const Graph& g = r.g;
   ASSERT_EQ(g.ops.size(), 3u);  // the norm (emitting units), one matvec per part
   EXPECT_EQ(g.ops[0].variant(T), Variant::Single);
   EXPECT_EQ(g.ops[0].variant(65), Variant::Main);
   run(g, 0, T);
-  std::vector<float> s(r0.size());
-  for (size_t i = 0; i < s.size(); i++) s[i] = r0[i] + r1[i];
-  const std::vector<float> xq_ref = ref::quantize_q8(ref::rmsnorm(s, nw, cols, 1e-5f));
+  const std::vector<float> xq_ref = ref::quantize_q8(ref::rmsnorm(r.residual(), r.nw, cols, 1e-5f));
   const std::vector<float> ya = ref::matmul(a.ref(), xq_ref), yb = ref::matmul(b.ref(), xq_ref);
   std::vector<float> want;
   for (uint32_t t = 0; t < T; t++) {
     want.insert(want.end(), ya.begin() + t * 40, ya.begin() + (t + 1) * 40);
     want.insert(want.end(), yb.begin() + t * 27, yb.begin() + (t + 1) * 27);
   }
-  EXPECT_LT(nmse(read(y, want.size()), want), 1e-9);
+  EXPECT_LT(nmse(read(r.y, want.size()), want), 1e-9);
 }
 
 // Passes longer than the token-group matvec with use_q8_gemm: gemm_q8.wgsl, int8 tiles in workgroup
