@@ -51,7 +51,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       if (GATED) { acc[RPL + j] += w_dot_step((r + ROWS) * rb, s, &xs); }
     }
   }
-  write_sums(&acc, lid, row0, 0u, 1u, x_scale(), ROWS, Y_OFFSET);
+  write_sums(&acc, lid, row0, 0u, 1u, x_scale());
   // XOUT = x_out_q8: the workgroup's rows are one whole 32-element unit of y (the host checks), stored
   // as int8 units for the next matvec too, which saves a quantize_q8 dispatch.
   if (EMIT_Q8) {

@@ -236,41 +236,6 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
   }
 }
 
-// A matrix of two parts of different types (a Q4_K_M QKV) after add_rmsnorm: one-token passes run one
-// dispatch for both parts that also makes x (matvec_parts.wgsl; the norm and the second part's dispatch
-// skip them), longer passes the per-part token-group matvecs on the norm's int8 units.
-TEST(Int8Matvec, TwoPartsOneDispatchMakingX) {
-  gpu::Kernels k(device());
-  const uint32_t d = 512;
-  for (auto [ta, tb] : {std::pair{GgmlType::Q4_K, GgmlType::Q6_K}, std::pair{GgmlType::Q6_K, GgmlType::Q4_0}}) {
-    EncodedMatrix pa(ta, 70, d, 81), pb(tb, 37, d, 82);
-    Matrix m = upload_matrix(device(), "test.qkv", {&pa.view, &pb.view});
-    ASSERT_EQ(m.parts.size(), 2u);
-    for (uint32_t T : {1u, 3u}) {
-      NormThenMatmul r(k, m, d, T, 107, 4, 83);
-      const Graph& g = r.g;
-      ASSERT_EQ(g.ops.size(), 3u);  // the norm, one dispatch per part
-      EXPECT_EQ(g.ops[0].variant(T), T == 1 ? Variant::Skip : Variant::Single);
-      EXPECT_EQ(g.ops[1].variant(T), T == 1 ? Variant::Single : Variant::Few);
-      EXPECT_EQ(g.ops[2].variant(T), T == 1 ? Variant::Skip : Variant::Few);
-      EXPECT_EQ(g.ops[1].single_role.substr(g.ops[1].single_role.size() - 5), "_norm");
-      run(g, 0, T);
-      const std::vector<float> s = r.residual();
-      std::vector<float> want;
-      EXPECT_EQ(read(r.sum, s.size()), s);  // the residual stream
-      for (uint32_t t = 0; t < T; t++) {
-        const std::vector<float> x8 =
-            ref::quantize_q8(ref::rmsnorm(std::vector<float>(&s[t * d], &s[(t + 1) * d]), r.nw, d, 1e-5f));
-        const std::vector<float> ya = ref::matmul(pa.ref(), x8), yb = ref::matmul(pb.ref(), x8);
-        want.insert(want.end(), ya.begin(), ya.end());
-        want.insert(want.end(), yb.begin(), yb.end());
-      }
-      // As Int8NormMatvecTest: x made in the workgroup may round an int8 code one off.
-      EXPECT_LT(nmse(read(r.y, want.size()), want), 1e-8) << type_name(ta) << "+" << type_name(tb) << " T=" << T;
-    }
-  }
-}
-
 // Short passes: token groups of TT through the int8 matvec (Variant::Few), plain and gated, with
 // partial last groups, several rows per lane, and columns enough for 64 lanes (the forward pass's
 // configuration is 4 tokens x 2 rows x 16 lanes; Q6_K takes two units a turn).

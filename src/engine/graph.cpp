@@ -71,7 +71,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
     switch (d.variant(n_tokens)) {
       case Variant::Single:
         rec.dispatch(*d.single, d.single_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
-                     d.single_role, d.single_bytes ? d.single_bytes : d.bytes);
+                     d.single_role, d.bytes);
         continue;
       case Variant::Few:
         rec.dispatch(*d.few, d.few_group, d.few_blocks * ((n_tokens + d.few_tokens - 1) / d.few_tokens), 1,
@@ -211,13 +211,10 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
   // Decode: the matvec makes x from the add_rmsnorm's inputs itself (x_q8_norm.wgsl), and one-token
   // passes skip that dispatch. Its workgroup memory holds 1.25 bytes per column.
   const NormProducer* norm = nullptr;
-  const bool from_norm = q8 && !one_token && !norm_producer_.empty() && norm_producer_[0].op + 1 == g_.ops.size() &&
-                         norm_producer_[0].y == &x && norm_producer_[0].d == w.cols && w.cols <= kNormMaxCols &&
-                         std::all_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
-  if (from_norm && w.parts.size() == 1) norm = &norm_producer_[0];
-  // Two parts of different types (a Q4_K_M QKV): one decode dispatch for both, also making x
-  // (matvec_parts.wgsl), after the per-part dispatches that longer passes run.
-  const NormProducer* norm_parts = from_norm && w.parts.size() == 2 && !w.gated ? &norm_producer_[0] : nullptr;
+  if (q8 && !one_token && w.parts.size() == 1 && q8_x_type(w.parts[0].type) && !norm_producer_.empty() &&
+      norm_producer_[0].op + 1 == g_.ops.size() && norm_producer_[0].y == &x && norm_producer_[0].d == w.cols &&
+      w.cols <= kNormMaxCols)
+    norm = &norm_producer_[0];
   if (q8) {
     const uint64_t units = (uint64_t)q8_max * w.cols / 32;
     if (xq_->size() < units * 32 || xs_->size() < units * 8)
@@ -228,7 +225,6 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       g_.ops.back().skip_one_token = from_matvec;
     }
   }
-  std::vector<size_t> part_ops;  // each part's dispatch
   for (const MatrixPart& p : w.parts) {
     std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
@@ -251,7 +247,6 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       add({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
       if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
     }
-    part_ops.push_back(g_.ops.size() - 1);
     // Decode: the matvec kernel. Quantized weights need int8 x for it (use_q8_x); without, their
     // one-token passes run the GEMM.
     const bool float_type = p.type == GgmlType::F32 || p.type == GgmlType::F16 || p.type == GgmlType::BF16;
@@ -306,33 +301,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     // Short passes: the same kernel over groups of tokens, each weight unit fetched once per group.
     if (int8_x && q8_max > 1) matvec(q8_rpl_, q8_tt_, "matvec_q8_tokens");
   }
-  if (norm_parts) matvec_parts(y, w, *norm_parts, part_ops);
   if (norm) g_.ops[norm->op].skip_one_token = true;
-}
-
-// The one-token variant of a two-part matrix's matmul (see matmul): the first part's dispatch runs
-// matvec_parts.wgsl over both parts' rows, the second part's dispatch and the norm are skipped.
-void GraphBuilder::matvec_parts(const gpu::Buffer& y, const Matrix& w, const NormProducer& norm,
-                                const std::vector<size_t>& part_ops) {
-  const MatrixPart &a = w.parts[0], &b = w.parts[1];
-  Dispatch& da = g_.ops[part_ops.at(0)];
-  Dispatch& db = g_.ops[part_ops.at(1)];
-  const uint32_t rpl = a.rows >= 8192 ? 4 : a.rows >= 2048 ? 2 : 1, groups = kNormRows / rpl;
-  const uint32_t lanes = w.cols >= 4096 && groups * 64 <= 1024 ? 64 : 32;  // as matmul's fused matvecs
-  const std::map<std::string, double> c = {{"ROWS", a.rows}, {"ROWS_B", b.rows}, {"COLS", w.cols},
-                                           {"Y_OFFSET", a.row0}, {"Y_OFFSET_B", b.row0}, {"NORM_EPS", norm.eps},
-                                           {"RPL", rpl}, {"LANES", lanes}, {"GROUPS", groups}, {"WG", groups * lanes}};
-  const std::string sa = weight_snippet(a.type), sb = weight_snippet(b.type);
-  const gpu::Pipeline& mv = k_.get({"matvec_parts",
-                                    {{"WEIGHT", sa}, {"DOT", "dotq8_" + sa.substr(7)}, {"WEIGHT_B", sb}, {"DOT_B", "dotq8_" + sb.substr(7)}},
-                                    c});
-  da.single = &mv;
-  da.single_group = k_.device().bind(mv, {y, *norm.sum, a.buf, *norm.a, *norm.b, *norm.w, b.buf}, "matvec_parts_norm:" + y.label());
-  da.single_groups = (a.rows + groups * rpl - 1) / (groups * rpl) + (b.rows + groups * rpl - 1) / (groups * rpl);
-  da.single_role = "matvec_q8_" + sa.substr(7) + "_" + sb.substr(7) + "_norm";
-  da.single_bytes = a.buf.size() + b.buf.size();
-  db.skip_one_token = true;
-  g_.ops[norm.op].skip_one_token = true;
 }
 
 // When the dispatch just added is a decode matvec that can store x as int8 units (see matmul), its

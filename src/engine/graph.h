@@ -90,7 +90,6 @@ struct Dispatch {
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
   uint64_t bytes = 0;  // weight bytes this dispatch reads (for GB/s)
-  uint64_t single_bytes = 0;  // non-zero: the single variant's, where it reads more (matvec_parts)
   uint64_t bytes_per_position = 0;  // attention: KV-cache bytes per position of context (for GB/s)
   std::string role;    // kernel role, e.g. "gemm_q4_0", for the profiler
   std::string single_role;
@@ -201,7 +200,6 @@ class GraphBuilder {
     float eps;
   };
   std::vector<NormProducer> norm_producer_;  // empty or one
-  void matvec_parts(const gpu::Buffer& y, const Matrix& w, const NormProducer& norm, const std::vector<size_t>& part_ops);
   // The decode matvec just added, if it can store its output as int8 units too (whole units per
   // workgroup, x not read from xq/xs): its one-token key and bindings.
   std::vector<Q8Producer> q8_matvec_producer_;  // empty or one

@@ -1,6 +1,5 @@
 #include "gpu/kernels.h"
 
-#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -38,65 +37,27 @@ static const char* find_source(const std::string& name) {
   throw GpuError("no kernel source named '" + name + "' (kernels/" + name + ".wgsl)");
 }
 
-// The names a snippet text declares at the start of a line (fn, struct, alias, const, override) and the
-// weight binding `w` get the prefix, wherever they occur except after a '.' (a member, as in `v.w`).
-static std::string with_prefix(const std::string& text, const std::string& prefix) {
-  std::set<std::string> names = {"w"};
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string kw, name;
-    words >> kw >> name;
-    if (kw == "fn" || kw == "struct" || kw == "alias" || kw == "const" || kw == "override")
-      names.insert(name.substr(0, name.find_first_of("(:<= {;")));
-  }
-  auto ident = [](char c, bool first) { return std::isalpha((unsigned char)c) || c == '_' || (!first && std::isdigit((unsigned char)c)); };
-  std::string out;
-  for (size_t i = 0; i < text.size();) {
-    if (!ident(text[i], true) || (i > 0 && (ident(text[i - 1], false) || text[i - 1] == '.'))) {
-      out += text[i++];
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && ident(text[j], false)) j++;
-    const std::string id = text.substr(i, j - i);
-    out += (names.count(id) ? prefix : "") + id;
-    i = j;
-  }
-  return out;
-}
-
 std::string Kernels::compose(const std::string& kernel, const std::map<std::string, std::string>& includes) {
-  std::string out, region, prefix;
-  std::set<std::string> done, region_done;
-  bool in_region = false;
-  // Expands `//!include NAME` lines depth-first, each snippet once. Between `//!prefix P` and
-  // `//!endprefix` the snippets are expanded afresh and their names prefixed (with_prefix), so a
-  // kernel can hold two weight types' snippets side by side (matvec_parts.wgsl).
+  std::string out;
+  std::set<std::string> done;
+  // Expands `//!include NAME` lines depth-first, each snippet once.
   auto expand = [&](auto&& self, const std::string& name) -> void {
-    if (!(in_region ? region_done : done).insert(name).second) return;
+    if (!done.insert(name).second) return;
     std::istringstream in(find_source(name));
     std::string line;
     while (std::getline(in, line)) {
-      while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
       if (line.rfind("//!include ", 0) == 0) {
-        const std::string inc = line.substr(11);
+        std::string inc = line.substr(11);
+        while (!inc.empty() && (inc.back() == ' ' || inc.back() == '\r')) inc.pop_back();
         auto it = includes.find(inc);
         self(self, it != includes.end() ? it->second : inc);
-      } else if (line.rfind("//!prefix ", 0) == 0) {
-        if (in_region) throw GpuError("kernel '" + kernel + "': nested //!prefix");
-        in_region = true, prefix = line.substr(10), region.clear(), region_done.clear();
-      } else if (line == "//!endprefix") {
-        out += with_prefix(region, prefix);
-        in_region = false;
       } else {
-        (in_region ? region : out) += line + '\n';
+        out += line;
+        out += '\n';
       }
     }
   };
   expand(expand, kernel);
-  if (in_region) throw GpuError("kernel '" + kernel + "': //!prefix without //!endprefix");
   return out;
 }
 
