@@ -32,4 +32,3 @@ fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
 fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.scale, wu.minv); }
 fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 { return x.x * (f.x * f32(lo + hi) - f.y * x.y); }
 //!include dot_step1
-//!include load_step1

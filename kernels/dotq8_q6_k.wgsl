@@ -55,10 +55,10 @@ fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 {
 }
 // The matvec's loop takes two units a turn: sub-blocks k and k + 2 of a 128-element half read the same
 // ql bytes (low and high nibbles) and qh bytes (bits 2k and 2k + 4), so a turn loads them once.
-// Turn s covers units step_unit(s, 0) and step_unit(s, 1) = that + 2 (the token-group matvec's turns too).
+// Turn s covers units step_unit(s, 0) and step_unit(s, 1) = that + 2.
 const DOT_UNITS = 2u;
 fn step_unit(s: u32, i: u32) -> u32 { return (s / 2u) * 4u + s % 2u + 2u * i; }
-fn w_load_step(row_byte: u32, s: u32) -> array<WUnit, DOT_UNITS> {
+fn w_dot_step(row_byte: u32, s: u32, xs: ptr<function, array<XUnit, DOT_UNITS>>) -> f32 {
   let u = step_unit(s, 0u);
   let b = row_byte + (u / 8u) * 210u;
   let n = (u % 8u) / 4u;
@@ -78,15 +78,9 @@ fn w_load_step(row_byte: u32, s: u32) -> array<WUnit, DOT_UNITS> {
     c1[i] = ((lw >> 4u) & 0x0F0F0F0Fu) | (((hw >> 4u) & 0x03030303u) << 4u);
   }
   let d = w_f16(b + 208u);
-  return array<WUnit, DOT_UNITS>(
-      WUnit(vec4u(c0[0], c0[1], c0[2], c0[3]), vec4u(c0[4], c0[5], c0[6], c0[7]),
-            d * f32(extractBits(i32(w_u8(sc)), 0u, 8u)), d * f32(extractBits(i32(w_u8(sc + 1u)), 0u, 8u))),
-      WUnit(vec4u(c1[0], c1[1], c1[2], c1[3]), vec4u(c1[4], c1[5], c1[6], c1[7]),
-            d * f32(extractBits(i32(w_u8(sc + 4u)), 0u, 8u)), d * f32(extractBits(i32(w_u8(sc + 5u)), 0u, 8u))));
-}
-fn w_dot_step(row_byte: u32, s: u32, xs: ptr<function, array<XUnit, DOT_UNITS>>) -> f32 {
-  var wu = w_load_step(row_byte, s);
-  var w0 = wu[0];
-  var w1 = wu[1];
+  var w0 = WUnit(vec4u(c0[0], c0[1], c0[2], c0[3]), vec4u(c0[4], c0[5], c0[6], c0[7]),
+                 d * f32(extractBits(i32(w_u8(sc)), 0u, 8u)), d * f32(extractBits(i32(w_u8(sc + 1u)), 0u, 8u)));
+  var w1 = WUnit(vec4u(c1[0], c1[1], c1[2], c1[3]), vec4u(c1[4], c1[5], c1[6], c1[7]),
+                 d * f32(extractBits(i32(w_u8(sc + 4u)), 0u, 8u)), d * f32(extractBits(i32(w_u8(sc + 5u)), 0u, 8u)));
   return w_dot_x(&w0, &((*xs)[0])) + w_dot_x(&w1, &((*xs)[1]));
 }

@@ -1,5 +1,5 @@
 // y[t] = W x[t] for the tokens of a short pass (2..64), x as int8 units (x_q8.wgsl): matvec.wgsl
-// with a group of TT tokens per workgroup. Each lane decodes a weight unit of a row once (w_load_step,
+// with a group of TT tokens per workgroup. Each lane decodes a weight unit of a row once (w_load,
 // from the dotq8_<type>.wgsl snippet) and dots it with that unit of each of its TT tokens, so the
 // weights are read from memory once per TT tokens instead of once per token.
 //!include common
@@ -37,31 +37,26 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<f32, 32>;  // [half][token][row]
   let units = COLS / 32u;
   let rb = w_row_bytes();
-  let n = units / DOT_UNITS;  // turns of DOT_UNITS units (dotq8_q6_k.wgsl: two that share bytes)
-  for (var s = lane; s < n; s += LANES) {
-    // The turn's units of each of the RPL rows first (rows past the end repeat the last one;
-    // write_sums drops them), then each token's x units once for all of them: x is the bulk of what
-    // a lane loads.
-    var wr: array<array<WUnit, DOT_UNITS>, 4>;
-    var wg: array<array<WUnit, DOT_UNITS>, 4>;
+  for (var u = lane; u < units; u += LANES) {
+    // The unit of each of the RPL rows first (rows past the end repeat the last one; write_sums
+    // drops them), then each token's x unit once for all of them: x is the bulk of what a lane loads.
+    var wr: array<WUnit, 4>;
+    var wg: array<WUnit, 4>;
     for (var j = 0u; j < RPL; j++) {
       let r = min(row0 + j, ROWS - 1u);
-      wr[j] = w_load_step(r * rb, s);
-      if (GATED) { wg[j] = w_load_step((r + ROWS) * rb, s); }
+      wr[j] = w_load(r * rb, u);
+      if (GATED) { wg[j] = w_load((r + ROWS) * rb, u); }
     }
     // A constant trip count keeps acc in registers; tokens past the pass repeat its last one
     // (write_sums drops them), so no branch stands between the loads.
     for (var t = 0u; t < TT; t++) {
-      let tok = min(t0 + t, step.n_tokens - 1u);
-      for (var i = 0u; i < DOT_UNITS; i++) {
-        var xu = x_unit(tok, step_unit(s, i));
-        for (var j = 0u; j < RPL; j++) {
-          var a = wr[j][i];
-          acc[t * RPL + j] += w_dot_x(&a, &xu);
-          if (GATED) {
-            var b = wg[j][i];
-            acc[(TT + t) * RPL + j] += w_dot_x(&b, &xu);
-          }
+      var xu = x_unit(min(t0 + t, step.n_tokens - 1u), u);
+      for (var j = 0u; j < RPL; j++) {
+        var a = wr[j];
+        acc[t * RPL + j] += w_dot_x(&a, &xu);
+        if (GATED) {
+          var b = wg[j];
+          acc[(TT + t) * RPL + j] += w_dot_x(&b, &xu);
         }
       }
     }
