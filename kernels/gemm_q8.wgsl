@@ -1,6 +1,6 @@
 // Prefill y[t, Y_OFFSET + r] = W[r] . x[t] on quantized weights, x as int8 units (x_q8.wgsl): the
-// tiled GEMM of gemm.wgsl (64 virtual rows x 64 tokens per workgroup, a 4 x 4 micro-tile per thread;
-// RM = 8: 128 rows and 8 x 4) with int8 tiles. Weight units are decoded once per tile (w_load of the dotq8 snippet) and x units
+// tiled GEMM of gemm.wgsl (64 virtual rows x 64 tokens per workgroup, a 4 x 4 micro-tile per thread)
+// with int8 tiles. Weight units are decoded once per tile (w_load of the dotq8 snippet) and x units
 // loaded into workgroup memory; then every thread runs 8 dot4I8Packed per (row, token) of its
 // micro-tile and unit, and w_combine applies the scales. GATED as in
 // gemm.wgsl: virtual rows 0..31 are gate rows, 32..63 the same rows of up.
@@ -8,6 +8,7 @@
 //!include WEIGHT
 //!include x_q8
 //!include DOT
+//!include gemm_store
 
 override ROWS: u32;           // output rows (per half when GATED)
 override COLS: u32;           // input width, a multiple of 32
@@ -20,32 +21,29 @@ override GATED: bool = false;
 @group(0) @binding(STEP_BINDING) var<uniform> step: Step;
 
 // Four units (128 columns) per step (H200: +1.5-2.3% prefill over two; half the barriers). The
-// tile's units (TR weight rows and 64 tokens, for each unit of the step) are staged by the threads in
-// turn, SPT each, a weight unit decoded once per tile
+// 64 x 64 tile's units (64 weight rows and 64 tokens, for each unit of the step) are staged by the
+// threads in turn, two each, a weight unit decoded once per tile
 // (w_load). The next step's units are loaded into registers while this step's tiles are multiplied,
 // so the global loads' latency hides behind the dot products. Codes live in separate lo/hi arrays:
 // the 16 tokens a warp reads are then 256 contiguous bytes.
 // (64 x 128 tiles, 8 tokens per thread: +4% on a 1B model, -1% on a 4B one, on the H200.)
 override UPS: u32 = 4u;  // units per step: 4, or 2 where workgroup memory is under 22.5 KB (GraphBuilder)
-override RM: u32 = 4u;   // rows of a thread's micro-tile: 4, or 8 (a 128-row tile: x reused over twice the rows)
-override TR: u32 = 16u * RM;                      // virtual rows per tile
-override SPT: u32 = ((TR + 64u) * UPS + 255u) / 256u;  // units each thread stages per step (at most 3)
-var<workgroup> wlo: array<vec4u, TR * UPS>;       // [unit][TR virtual rows]: codes 0..15 as bytes
-var<workgroup> whi: array<vec4u, TR * UPS>;       // codes 16..31
-var<workgroup> wf: array<vec2f, TR * UPS>;        // the unit's floats (w_floats)
+override SPT: u32 = UPS / 2u;                     // units each thread stages per step (at most 2)
+var<workgroup> wlo: array<vec4u, 64u * UPS>;      // [unit][64 virtual rows]: codes 0..15 as bytes
+var<workgroup> whi: array<vec4u, 64u * UPS>;      // codes 16..31
+var<workgroup> wf: array<vec2f, 64u * UPS>;       // the unit's floats (w_floats)
 var<workgroup> xlo: array<vec4u, 64u * UPS>;      // [unit][64 tokens]
 var<workgroup> xhi: array<vec4u, 64u * UPS>;
 var<workgroup> xf: array<vec3f, 64u * UPS>;       // (d, sum of q, sum of q over 0..15)
 
 fn real_row(tile: u32, v: u32) -> u32 {
-  if (GATED) { return tile * (TR / 2u) + (v % (TR / 2u)); }
-  return tile * TR + v;
+  if (GATED) { return tile * 32u + (v % 32u); }
+  return tile * 64u + v;
 }
-// Virtual row of micro-tile row j of thread row group tr; gated: gate rows first, then their up rows.
+// Virtual row of micro-tile row j of thread row group tr; gated: gate 2tr, 2tr+1, then their up rows.
 fn vrow(tr: u32, j: u32) -> u32 {
-  let h = RM / 2u;
-  if (GATED) { return select(TR / 2u + h * tr + j - h, h * tr + j, j < h); }
-  return RM * tr + j;
+  if (GATED) { return select(32u + 2u * tr + j - 2u, 2u * tr + j, j < 2u); }
+  return 4u * tr + j;
 }
 // The integer dot of 16 codes with 16 x values, 4 to a word.
 fn dot16(a: vec4u, b: vec4u) -> i32 {
@@ -61,15 +59,15 @@ struct Staged {
 // the matrix, the pass or the row (they add nothing).
 fn stage(s: u32, i: u32, rt: u32, t0: u32, n_tokens: u32) -> Staged {
   var st = Staged(vec4u(0u), vec4u(0u), vec3f(0.0));
-  if (i < TR * UPS) {
-    let u = s * UPS + i / TR;
-    let r = real_row(rt, i % TR);
+  if (i < 64u * UPS) {
+    let u = s * UPS + i / 64u;
+    let r = real_row(rt, i % 64u);
     if (u < COLS / 32u && r < ROWS) {
-      let wu = w_load((r + select(0u, ROWS, GATED && i % TR >= TR / 2u)) * w_row_bytes(), u);
+      let wu = w_load((r + select(0u, ROWS, GATED && i % 64u >= 32u)) * w_row_bytes(), u);
       st = Staged(wu.lo, wu.hi, vec3f(w_floats(wu), 0.0));
     }
-  } else if (i < (TR + 64u) * UPS) {
-    let j = i - TR * UPS;
+  } else {
+    let j = i - 64u * UPS;
     let u = s * UPS + j / 64u;
     let t = t0 + j % 64u;
     if (u < COLS / 32u && t < n_tokens) {
@@ -80,39 +78,22 @@ fn stage(s: u32, i: u32, rt: u32, t0: u32, n_tokens: u32) -> Staged {
   return st;
 }
 fn put(i: u32, st: Staged) {
-  if (i < TR * UPS) {
+  if (i < 64u * UPS) {
     wlo[i] = st.lo;
     whi[i] = st.hi;
     wf[i] = st.f.xy;
-  } else if (i < (TR + 64u) * UPS) {
-    let j = i - TR * UPS;
+  } else {
+    let j = i - 64u * UPS;
     xlo[j] = st.lo;
     xhi[j] = st.hi;
     xf[j] = st.f;
-  }
-}
-// Token t's column m of a thread's micro-tile into y; GATED: rows j < RM / 2 are gate rows and
-// j + RM / 2 the same rows of up, stored as silu(gate) * up.
-fn store_token(acc: ptr<function, array<vec4f, 8>>, m: u32, t: u32, rt: u32, tr: u32) {
-  let stride = select(ROWS, Y_STRIDE, Y_STRIDE != 0u);
-  if (GATED) {
-    for (var j = 0u; j < RM / 2u; j++) {
-      let r = rt * (TR / 2u) + (RM / 2u) * tr + j;
-      let gv = (*acc)[j][m];
-      if (r < ROWS) { y[t * stride + Y_OFFSET + r] = gv / (1.0 + exp(-gv)) * (*acc)[j + RM / 2u][m]; }
-    }
-  } else {
-    for (var j = 0u; j < RM; j++) {
-      let r = rt * TR + RM * tr + j;
-      if (r < ROWS) { y[t * stride + Y_OFFSET + r] = (*acc)[j][m]; }
-    }
   }
 }
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let rows_per_tile = select(TR, TR / 2u, GATED);
+  let rows_per_tile = select(64u, 32u, GATED);
   let row_tiles = (ROWS + rows_per_tile - 1u) / rows_per_tile;
   let g = flat_group(wid, nwg);
   let rt = g % row_tiles;
@@ -121,9 +102,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (t0 >= n_tokens) { return; }
   let tr = lid / 16u;  // micro-tile row group
   let tt = lid % 16u;  // micro-tile tokens tt, tt + 16, tt + 32, tt + 48
-  var acc: array<vec4f, 8>;  // [row j][token m], RM rows
+  var acc: array<vec4f, 4>;  // [row j][token m]
   let steps = (COLS / 32u + UPS - 1u) / UPS;
-  var next: array<Staged, 3>;  // (TR + 64) UPS units per step: SPT per thread
+  var next: array<Staged, 2>;  // 128 UPS units per step: SPT per thread
   for (var k = 0u; k < SPT; k++) { next[k] = stage(0u, lid + 256u * k, rt, t0, n_tokens); }
   for (var s = 0u; s < steps; s++) {
     for (var k = 0u; k < SPT; k++) { put(lid + 256u * k, next[k]); }
@@ -132,43 +113,22 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var k = 0u; k < SPT; k++) { next[k] = stage(s + 1u, lid + 256u * k, rt, t0, n_tokens); }
     }
     for (var uu = 0u; uu < UPS; uu++) {
-      if (RM == 4u) {  // the four rows' units in registers, each token's unit read once
-        var wl: array<vec4u, 4>;
-        var wh: array<vec4u, 4>;
-        var wff: array<vec2f, 4>;
+      var wl: array<vec4u, 4>;
+      var wh: array<vec4u, 4>;
+      var wff: array<vec2f, 4>;
+      for (var j = 0u; j < 4u; j++) {
+        let v = uu * 64u + vrow(tr, j);
+        wl[j] = wlo[v];
+        wh[j] = whi[v];
+        wff[j] = wf[v];
+      }
+      for (var m = 0u; m < 4u; m++) {
+        let t = uu * 64u + tt + 16u * m;
+        let xl = xlo[t];
+        let xh = xhi[t];
+        let x3 = xf[t];
         for (var j = 0u; j < 4u; j++) {
-          let v = uu * TR + vrow(tr, j);
-          wl[j] = wlo[v];
-          wh[j] = whi[v];
-          wff[j] = wf[v];
-        }
-        for (var m = 0u; m < 4u; m++) {
-          let t = uu * 64u + tt + 16u * m;
-          let xl = xlo[t];
-          let xh = xhi[t];
-          let x3 = xf[t];
-          for (var j = 0u; j < 4u; j++) {
-            acc[j][m] += w_combine(wff[j], dot16(wl[j], xl), dot16(wh[j], xh), x3);
-          }
-        }
-      } else {  // eight rows: the four tokens' units in registers, each row's unit read once
-        var xl: array<vec4u, 4>;
-        var xh: array<vec4u, 4>;
-        var x3: array<vec3f, 4>;
-        for (var m = 0u; m < 4u; m++) {
-          let t = uu * 64u + tt + 16u * m;
-          xl[m] = xlo[t];
-          xh[m] = xhi[t];
-          x3[m] = xf[t];
-        }
-        for (var j = 0u; j < RM; j++) {
-          let v = uu * TR + vrow(tr, j);
-          let wl = wlo[v];
-          let wh = whi[v];
-          let wff = wf[v];
-          for (var m = 0u; m < 4u; m++) {
-            acc[j][m] += w_combine(wff, dot16(wl, xl[m]), dot16(wh, xh[m]), x3[m]);
-          }
+          acc[j][m] += w_combine(wff[j], dot16(wl[j], xl), dot16(wh[j], xh), x3);
         }
       }
     }

@@ -1,5 +1,4 @@
-// The end of gemm.wgsl: token t's column of a thread's 4 x 4 micro-tile into y (gemm_q8.wgsl has its
-// own, for 8-row micro-tiles too).
+// The end of gemm.wgsl and gemm_q8.wgsl: token t's column of a thread's 4 x 4 micro-tile into y.
 // Row j of the micro-tile is row 4 tr + j of row tile rt; GATED: j < 2 are gate rows 2 tr + j of a
 // 32-row tile and j >= 2 the same rows of up, stored as silu(gate) * up.
 fn store_token(acc: ptr<function, array<vec4f, 4>>, m: u32, t: u32, rt: u32, tr: u32) {

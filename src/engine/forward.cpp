@@ -19,9 +19,6 @@ static constexpr uint32_t kQ8MaxTokens = GraphBuilder::kQ8MatvecMaxTokens, kQ8To
 // Longer chunks through gemm_q8.wgsl (int8 tiles) instead of the f32 GEMM: prefill of 512 tokens
 // 1.5-1.6x faster on the H200 (bench/EXPERIMENTS.md, 2026-11-30).
 static constexpr bool kQ8Gemm = true;
-// gemm_q8's 8-row micro-tiles (128-row tiles) for matrices of this many rows or more: tested against the
-// CPU twin, not yet measured on the H200, so off (UINT32_MAX) until an A/B says otherwise.
-static constexpr uint32_t kQ8GemmTallRows = UINT32_MAX;
 
 std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
   const uint32_t half = c.rotary_dim / 2;
@@ -101,7 +98,7 @@ void Forward::build(Head head, Graph& graph) {
   GraphBuilder g(kernels_, graph, s.step);
   g.use_split_k(s.gemm_part, split_tokens());                 // short chunks: split K on small matrices
   g.use_q8_x(s.xq, s.xqs, q8_tokens(), kQ8TokensPerGroup, kQ8RowsPerLane, kQ8Lanes);  // short passes: int8 x, matvec
-  g.use_q8_gemm(kQ8Gemm, kQ8GemmTallRows);
+  g.use_q8_gemm(kQ8Gemm);
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};

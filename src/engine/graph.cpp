@@ -15,9 +15,8 @@ namespace ztvm {
 // Qwen3-4B 35-token prompt (its 304-tile gate|up now splits too) and by 1.5% on Llama-3.2-1B.
 static constexpr uint32_t kSplitBelowTiles = 528, kSplitGroups = 2048, kSplitMinUnits = 4, kSplitMaxK = 32;
 static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
-// gemm_q8.wgsl's workgroup memory per unit of a step: a weight unit of 40 bytes per tile row (64, or
-// 128 with 8-row micro-tiles), 64 x units of 48.
-static constexpr uint32_t gemm_q8_step_bytes(uint32_t tile_rows) { return tile_rows * 40 + 64 * 48; }
+// gemm_q8.wgsl's workgroup memory per unit of a step: 64 weight units of 40 bytes, 64 x units of 48.
+static constexpr uint32_t kGemmQ8StepBytes = 64 * 40 + 64 * 48;
 // Passes of kAttnBlockedMinTokens+ tokens: attention workgroups of kAttnRows query rows, up to
 // kAttnBlockHeads heads of a KV head x tokens (H200: 4 x 2 beat 1 x 8; prefill-1024 +17%).
 static constexpr uint32_t kAttnRows = 8, kAttnBlockHeads = 4, kAttnBlockedMinTokens = 2;
@@ -234,15 +233,10 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     const std::string snippet = weight_snippet(p.type);
     if (int8_x && q8_gemm_ && q8_max > kQ8MatvecMaxTokens) {  // long passes: the int8 GEMM
       std::map<std::string, double> gc = c;
-      // Tall matrices may take 8-row micro-tiles (128-row tiles; q8_gemm_tall_rows_, see use_q8_gemm).
-      const uint32_t rm = p.rows >= q8_gemm_tall_rows_ ? 8 : 4, tile_rows = 16 * rm;
-      // Four units per step need 22.5 KB of workgroup memory with 64-row tiles, 32 KB with 128 (every
-      // desktop GPU has 32+; WebGPU's floor is 16).
-      gc["UPS"] = k_.device().limits().maxComputeWorkgroupStorageSize >= gemm_q8_step_bytes(tile_rows) * 4 ? 4 : 2;
-      gc["RM"] = rm;
-      const uint32_t real_rows = w.gated ? tile_rows / 2 : tile_rows;
+      // Four units per step need 22.5 KB of workgroup memory (every desktop GPU has 32+; WebGPU's floor is 16).
+      gc["UPS"] = k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 ? 4 : 2;
       add({"gemm_q8", {{"WEIGHT", snippet}, {"DOT", "dotq8_" + snippet.substr(7)}}, gc}, {y, *xq_, p.buf, *xs_, *step_},
-          Grid::GemmTiles, (p.rows + real_rows - 1) / real_rows, 0, p.buf.size());
+          Grid::GemmTiles, row_tiles, 0, p.buf.size());
     } else {
       add({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
       if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);

@@ -128,8 +128,7 @@ class GraphBuilder {
   static bool q8_x_type(GgmlType t);
   // Passes longer than the token-group matvec serves (kQ8MatvecMaxTokens) run gemm_q8.wgsl on int8 x
   // instead of the f32 GEMM; use_q8_x's max_tokens must then cover the whole chunk.
-  // Matrices of tall_rows+ rows run it with 8-row micro-tiles (128-row tiles, x reused over twice the rows).
-  void use_q8_gemm(bool on, uint32_t tall_rows = UINT32_MAX) { q8_gemm_ = on, q8_gemm_tall_rows_ = tall_rows; }
+  void use_q8_gemm(bool on) { q8_gemm_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
   static constexpr uint32_t kSplitMaxTokens = 64;  // the GEMM's token tile
   static uint64_t split_k_scratch_bytes(uint32_t max_tokens);
@@ -172,7 +171,6 @@ class GraphBuilder {
   const gpu::Buffer* xs_ = nullptr;
   uint32_t q8_max_ = 1, q8_tt_ = 8, q8_rpl_ = 1, q8_lanes_ = 16;
   bool q8_gemm_ = false;
-  uint32_t q8_gemm_tall_rows_ = UINT32_MAX;
   // The last dispatch, when it is a kernel that can also store its output y as int8 units (XOUT:
   // x_out_q8.wgsl): a matvec right after it on y then needs no quantize_q8 dispatch.
   // An attention dispatch's variants that write att without the combine (flash, decode), kept so that
