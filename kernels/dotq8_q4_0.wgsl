@@ -6,16 +6,23 @@ struct WUnit {
   d: f32,
 }
 fn w_load(row_byte: u32, u: u32) -> WUnit {
-  let b = row_byte + u * 18u;
-  let k = (b + 2u) >> 2u;
-  let sh = ((b + 2u) & 3u) * 8u;
-  let w0 = w[k];
-  let w1 = w[k + 1u];
-  let w2 = w[k + 2u];
-  let w3 = w[k + 3u];
-  let w4 = w[k + 4u];  // past the block when aligned (robust access keeps the last one in bounds)
-  let q = vec4u(w_funnel(w0, w1, sh), w_funnel(w1, w2, sh), w_funnel(w2, w3, sh), w_funnel(w3, w4, sh));
-  return WUnit(q & vec4u(0x0F0F0F0Fu), (q >> vec4u(4u)) & vec4u(0x0F0F0F0Fu), w_f16(b));
+  let d = w_f16(w_d_byte(row_byte, u));
+  var q: vec4u;
+  if (W_SPLIT) {  // aligned nibbles
+    let k = (row_byte + u * 16u) >> 2u;
+    q = vec4u(w[k], w[k + 1u], w[k + 2u], w[k + 3u]);
+  } else {
+    let b = row_byte + u * 18u;
+    let k = (b + 2u) >> 2u;
+    let sh = ((b + 2u) & 3u) * 8u;
+    let w0 = w[k];
+    let w1 = w[k + 1u];
+    let w2 = w[k + 2u];
+    let w3 = w[k + 3u];
+    let w4 = w[k + 4u];  // past the block when aligned (robust access keeps the last one in bounds)
+    q = vec4u(w_funnel(w0, w1, sh), w_funnel(w1, w2, sh), w_funnel(w2, w3, sh), w_funnel(w3, w4, sh));
+  }
+  return WUnit(q & vec4u(0x0F0F0F0Fu), (q >> vec4u(4u)) & vec4u(0x0F0F0F0Fu), d);
 }
 fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
   let lo = (*wu).lo;

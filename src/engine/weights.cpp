@@ -1,6 +1,7 @@
 #include "engine/weights.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "model/model_error.h"
 
@@ -16,6 +17,21 @@ uint64_t Weights::bytes_per_token() const {
   uint64_t b = lm_head().bytes() + (uint64_t)token_embd.cols * 4;  // embedding reads one row
   for (auto& l : layers) b += l.qkv.bytes() + l.attn_output.bytes() + l.gate_up.bytes() + l.ffn_down.bytes();
   return b;
+}
+
+bool gpu_rows_split(GgmlType type, uint64_t cols) { return type == GgmlType::Q4_0 && cols % 256 == 0; }
+
+void gpu_row_layout(GgmlType type, uint64_t cols, const uint8_t* src, uint8_t* dst, uint64_t rows) {
+  const uint64_t units = cols / 32, rb = units * 18;
+  if (!gpu_rows_split(type, cols)) throw ModelError("gpu_row_layout: no split layout for this type");
+  for (uint64_t r = 0; r < rows; r++) {
+    const uint8_t* s = src + r * rb;
+    uint8_t* d = dst + r * rb;
+    for (uint64_t u = 0; u < units; u++) {
+      std::memcpy(d + 16 * u, s + 18 * u + 2, 16);       // the nibbles
+      std::memcpy(d + 16 * units + 2 * u, s + 18 * u, 2);  // the f16 scale
+    }
+  }
 }
 
 namespace {
@@ -36,6 +52,21 @@ struct Uploader {
       dev.write(b, src + o, n, offset + o);
       done += n;
       if (progress) progress(done, total);
+    }
+  }
+
+  // Whole rows of a matrix, in the layout the kernels read (gpu_rows_split).
+  void write_rows(const gpu::Buffer& b, GgmlType type, uint64_t cols, const uint8_t* src, uint64_t rows,
+                  uint64_t offset) {
+    const uint64_t rb = row_bytes(type, cols);
+    if (!gpu_rows_split(type, cols)) return write(b, src, rows * rb, offset);
+    const uint64_t per_slice = std::max<uint64_t>(1, (64ull << 20) / rb);
+    std::vector<uint8_t> tmp;
+    for (uint64_t r = 0; r < rows; r += per_slice) {
+      const uint64_t n = std::min(per_slice, rows - r);
+      tmp.resize(n * rb);
+      gpu_row_layout(type, cols, src + r * rb, tmp.data(), n);
+      write(b, tmp.data(), n * rb, offset + r * rb);
     }
   }
 
@@ -64,7 +95,7 @@ struct Uploader {
         p.row0 = row0 + r;
         p.rows = n;
         p.buf = dev.buffer(label + (views.size() > 1 || v->rows() > per_part ? "." + std::to_string(m.parts.size()) : ""), n * rb);
-        write(p.buf, v->data + r * rb, n * rb, 0);
+        write_rows(p.buf, v->type, m.cols, v->data + r * rb, n, 0);
         m.parts.push_back(std::move(p));
       }
       row0 += (uint32_t)v->rows();
@@ -86,7 +117,7 @@ struct Uploader {
     p.buf = dev.buffer(label, bytes);
     uint64_t off = 0;
     for (auto* v : views) {
-      write(p.buf, v->data, v->nbytes, off);
+      write_rows(p.buf, v->type, m.cols, v->data, v->rows(), off);
       off += v->nbytes;
       p.rows += (uint32_t)v->rows();
     }
@@ -113,8 +144,8 @@ struct Uploader {
       p.row0 = r;
       p.rows = n;
       p.buf = dev.buffer(label + (n < m.rows ? "." + std::to_string(m.parts.size()) : ""), 2 * n * rb);
-      write(p.buf, gate.data + r * rb, n * rb, 0);
-      write(p.buf, up.data + r * rb, n * rb, n * rb);
+      write_rows(p.buf, gate.type, m.cols, gate.data + r * rb, n, 0);
+      write_rows(p.buf, up.type, m.cols, up.data + r * rb, n, n * rb);
       m.parts.push_back(std::move(p));
     }
     return m;

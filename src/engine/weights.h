@@ -46,6 +46,13 @@ struct Weights {
   uint64_t bytes_per_token() const;  // weight bytes read by one decode step
 };
 
+// Q4_0 rows of 256k columns go to the GPU with their 16-byte nibble blocks first (each 16-byte
+// aligned: the row is 18 * cols / 32 bytes, a multiple of 16) and the f16 scales after them, so a
+// lane reads a block's nibbles with four aligned words instead of five it must realign. Same bytes,
+// same row size; the kernels take this layout from COLS (weight_q4_0.wgsl, dotq8_q4_0.wgsl).
+bool gpu_rows_split(GgmlType type, uint64_t cols);
+void gpu_row_layout(GgmlType type, uint64_t cols, const uint8_t* src, uint8_t* dst, uint64_t rows);
+
 // One matrix from the row-concatenation of `views` (same column count); parts as the device needs.
 Matrix upload_matrix(gpu::Device& dev, const std::string& label, const std::vector<const TensorView*>& views);
 // A gated gate|up matrix for the fused FFN matmul.
