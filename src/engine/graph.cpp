@@ -249,7 +249,13 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     // workgroups to fill a large GPU on short matrices, x reuse on long ones. Thresholds and lane
     // counts measured on the H200 (bench/EXPERIMENTS.md, 2026-11-30): x reuse pays from 2048 rows;
     // 64 lanes per row keep more loads in flight on long rows.
-    const uint32_t lanes = w.cols >= 4096 ? 64 : 32;
+    // Q4_0: half the lanes when that keeps them busier to the last turn. 2,560 columns are 80 units,
+    // which leave half of 32 lanes idle in their third turn (+2.7% decode on Qwen3-4B Q4_0; Q4_K and
+    // Q6_K, with more decoding per unit, lost 1-2% with fewer lanes: bench/EXPERIMENTS.md).
+    const uint32_t turns = w.cols / 32;
+    auto busy = [&](uint32_t l) { return (double)turns / (l * ((turns + l - 1) / l)); };
+    uint32_t lanes = w.cols >= 4096 ? 64 : 32;
+    if (p.type == GgmlType::Q4_0 && busy(lanes / 2) > busy(lanes) + 0.1) lanes /= 2;
     auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
       std::map<std::string, double> mc = c;
       const bool fused = tt == 1 && norm;
