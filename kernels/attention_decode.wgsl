@@ -14,6 +14,7 @@
 // does, for attention_combine; the host then sizes WG to the split (a power of two in 64..256).
 //!include common
 //!include XOUT
+//!include QIN
 
 override HD: u32;
 override NH: u32;
@@ -28,13 +29,11 @@ const BATCH = 16u;       // value loads issued before any is used (H200: 16 beat
 override W: u32 = HD / 2u;   // u32 words (f16 pairs) per value row
 override NG: u32 = WG / W;   // position groups in softmax·V (HD 96: 5 x 48 threads, the rest idle)
 
+// QIN (q_in_plain or q_in_rope) declares bindings 1..3 (the query source, the caches) and any after 5.
 @group(0) @binding(0) var<storage, read_write> att: array<f32>;   // [NH*HD] (one token); SPLIT: part
-@group(0) @binding(1) var<storage, read> q: array<f32>;           // [NH*HD], after RoPE
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4u>;  // [pages][NKV][HD / 8][PAGE] x 8 halves
-@group(0) @binding(3) var<storage, read> v_cache: array<vec4u>;  // [pages][PAGE][NKV] rows of HD / 8 x 8 halves
 @group(0) @binding(4) var<storage, read> pages: array<u32>;
 @group(0) @binding(5) var<uniform> step: Step;
-const XQ_BINDING = 6u;
+const XQ_BINDING = 6u + QIN_BINDINGS;
 
 var<workgroup> qv: array<vec4f, 32>;    // the query row, scaled (HD / 4)
 var<workgroup> pw: array<f32, WG>;      // the block's weights
@@ -65,7 +64,7 @@ fn block_reduce(lid: u32, v: f32, is_max: bool) -> f32 {
 // Value word w (dims 2w, 2w + 1) of position b + i for KV head kvh.
 fn value_pair(b: u32, i: u32, kvh: u32, w: u32) -> vec2f {
   let vb = ((pages[(b + i) / PAGE] * PAGE + (b + i) % PAGE) * NKV + kvh) * (HD / 8u);
-  return unpack2x16float(v_cache[vb + w / 4u][w % 4u]);
+  return fresh_value(b + i, w, unpack2x16float(v_cache[vb + w / 4u][w % 4u]));
 }
 
 @compute @workgroup_size(WG)
@@ -80,10 +79,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let kvh = h / (NH / NKV);
   let start = split * SPLIT;  // 0 without splits
   let n = select(n_all, min(n_all, start + SPLIT), SPLIT > 0u);  // positions [start, n)
-  for (var i = lid; i < HD / 4u; i += WG) {
-    let b = h * HD + i * 4u;
-    qv[i] = vec4f(q[b], q[b + 1u], q[b + 2u], q[b + 3u]) * SCALE;
-  }
+  q_prepare(h, kvh, step.pos0, n == n_all, lid);  // n == n_all: this token's position is in this workgroup's
   workgroupBarrier();
   let g = lid / W;
   let w = lid % W;
@@ -101,7 +97,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       s0 += dot(qv[2u * d], vec4f(unpack2x16float(kk.x), unpack2x16float(kk.y)));
       s1 += dot(qv[2u * d + 1u], vec4f(unpack2x16float(kk.z), unpack2x16float(kk.w)));
     }
-    let s = select(NEG, s0 + s1, p < n);
+    let s = select(NEG, fresh_score(p, s0 + s1), p < n);
     // The first batch of this thread's values now: they do not depend on the weights, so their loads
     // overlap the two reductions below.
     let cnt = min(WG, n - b);

@@ -97,6 +97,7 @@ struct AttnProblem {
   uint32_t pos0, T, hd, nh, nkv, rot, page, split;
   bool neox, qk_norm, bias;
   bool q8 = false;  // a matmul on Q8_0 weights reads att: its producer also stores int8 units (graph.h use_q8_x)
+  bool rope_in_decode = false;  // decode forms: attention_decode makes the heads, rope_kv is skipped
 };
 
 // Runs the problem through GraphBuilder in `form` and checks q, the cache rows and att against the
@@ -159,6 +160,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   Graph g;
   GraphBuilder gb(k, g, step);
   if (pr.q8) gb.use_q8_x(xq, xs, T);
+  gb.use_rope_in_decode(pr.rope_in_decode);
   gb.rope_kv(q, kcb, vcb, qkv, auxb, rope, pageb, gs);
   gb.attention(att, part, q, kcb, vcb, pageb, gs);
   gb.attention_combine(att, part, gs);
@@ -194,6 +196,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
     d.decode_split = nullptr;
   }
   if (form != AttnForm::Blocked) d.blocked = nullptr;
+  ASSERT_EQ(g.ops[0].variant(1), pr.rope_in_decode ? Variant::Skip : Variant::Main);  // rope_kv
   run(g, pos0, T);
 
   std::vector<float> want_q, want_att;
@@ -203,7 +206,9 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
     std::vector<float> o = ref::attention(row, keys, values, pos0 + t, rs);
     want_att.insert(want_att.end(), o.begin(), o.end());
   }
-  EXPECT_LT(nmse(read(q, want_q.size()), want_q), 1e-11);
+  if (!pr.rope_in_decode) {  // else q stays in the workgroup
+    EXPECT_LT(nmse(read(q, want_q.size()), want_q), 1e-11);
+  }
   const std::vector<uint16_t> kc_gpu = device().read_as<uint16_t>(kcb, kc.size());
   const std::vector<uint16_t> vc_gpu = device().read_as<uint16_t>(vcb, vc.size());
   for (uint32_t t = 0; t < T; t++) {
@@ -302,12 +307,13 @@ struct DecodeCase {
   uint32_t pos0, hd, g;
   bool neox, q8;
   bool split = false;  // over splits of 32 positions and attention_combine
+  bool rope = false;   // the heads made in attention_decode (q_in_rope.wgsl), no rope_kv
 };
 class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(DecodeAttentionTest, MatchesCpu) {
   const DecodeCase c = GetParam();
-  check_attention({c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8},
+  check_attention({c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8, c.rope},
                   c.split ? AttnForm::DecodeSplit : AttnForm::Decode);
 }
 
@@ -316,12 +322,16 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                            DecodeCase{255, 64, 2, false, false}, DecodeCase{256, 128, 1, true, true},
                                            DecodeCase{300, 96, 2, true, true}, DecodeCase{700, 128, 8, false, true},
                                            DecodeCase{100, 32, 4, true, false}, DecodeCase{0, 64, 2, false, true, true},
-                                           DecodeCase{300, 128, 4, true, true, true}, DecodeCase{700, 96, 1, false, false, true}),
+                                           DecodeCase{300, 128, 4, true, true, true}, DecodeCase{700, 96, 1, false, false, true},
+                                           DecodeCase{0, 64, 1, false, true, false, true}, DecodeCase{37, 128, 4, true, true, false, true},
+                                           DecodeCase{300, 96, 2, true, false, false, true}, DecodeCase{700, 128, 8, false, true, false, true},
+                                           DecodeCase{0, 64, 2, false, true, true, true}, DecodeCase{300, 128, 4, true, true, true, true},
+                                           DecodeCase{700, 96, 1, false, false, true, true}),
                          [](const auto& info) {
                            const DecodeCase& c = info.param;
                            return "pos" + std::to_string(c.pos0) + "_hd" + std::to_string(c.hd) + "_g" +
                                   std::to_string(c.g) + (c.neox ? "_neox" : "_normal") + (c.q8 ? "_q8" : "") +
-                                  (c.split ? "_split" : "");
+                                  (c.split ? "_split" : "") + (c.rope ? "_rope" : "");
                          });
 
 // The whole forward pass with flash attention: the synth "tiny" llama widened to 8 heads x 64 over 2

@@ -19,6 +19,8 @@ static constexpr uint32_t kQ8MaxTokens = GraphBuilder::kQ8MatvecMaxTokens, kQ8To
 // Longer chunks through gemm_q8.wgsl (int8 tiles) instead of the f32 GEMM: prefill of 512 tokens
 // 1.5-1.6x faster on the H200 (bench/EXPERIMENTS.md, 2026-11-30).
 static constexpr bool kQ8Gemm = true;
+// Decode steps without the rope_kv dispatch: attention_decode.wgsl makes the heads itself (graph.h).
+static constexpr bool kRopeInDecode = true;
 
 std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
   const uint32_t half = c.rotary_dim / 2;
@@ -99,6 +101,7 @@ void Forward::build(Head head, Graph& graph) {
   g.use_split_k(s.gemm_part, split_tokens());                 // short chunks: split K on small matrices
   g.use_q8_x(s.xq, s.xqs, q8_tokens(), kQ8TokensPerGroup, kQ8RowsPerLane, kQ8Lanes);  // short passes: int8 x, matvec
   g.use_q8_gemm(kQ8Gemm);
+  g.use_rope_in_decode(kRopeInDecode);
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};

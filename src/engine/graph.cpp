@@ -389,6 +389,7 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
        {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"ROT", s.rot}, {"PAGE", s.page}, {"NEOX", s.neox},
         {"QK_NORM", s.qk_norm}, {"HAS_BIAS", s.bias}, {"EPS", s.eps}}},
       {q, k_cache, v_cache, qkv, aux, rope, pages, *step_}, Grid::PerToken, s.nh + 2 * s.nkv);
+  rope_ = RopeOp{g_.ops.size() - 1, &qkv, &aux, &rope};
 }
 
 void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, const gpu::Buffer& q,
@@ -437,9 +438,20 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
   decode_.reset();
   {
     AttnDirect o{g_.ops.size() - 1,
-                 {"attention_decode", {{"XOUT", "x_out_none"}},
+                 {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}},
                   {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
                  {att, q, k_cache, v_cache, pages, *step_}};
+    // Decode steps: the query, key and value heads made here from the raw qkv row (q_in_rope.wgsl), and
+    // the rope_kv just before skipped, when it is just before.
+    const bool rope_here = rope_in_decode_ && rope_ && rope_->op + 1 == g_.ops.size() - 1;
+    if (rope_here) {
+      o.key.includes["QIN"] = "q_in_rope";
+      for (auto [name, v] : std::map<std::string, double>{{"ROT", s.rot}, {"NEOX", s.neox}, {"QK_NORM", s.qk_norm},
+                                                          {"HAS_BIAS", s.bias}, {"EPS", s.eps}})
+        o.key.constants[name] = v;
+      o.bindings = {att, *rope_->qkv, k_cache, v_cache, pages, *step_, *rope_->aux, *rope_->rope};
+      g_.ops[rope_->op].skip_one_token = true;
+    }
     d.decode = &k_.get(o.key);
     d.decode_group = k_.device().bind(*d.decode, o.bindings, "attention_decode:" + att.label());
     d.decode_max = kAttnDecodeMax;
@@ -448,11 +460,13 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     uint32_t wg = 64;  // a power of two in [64, 256], up to the split
     while (wg < 256 && 2 * wg <= s.split) wg *= 2;
     sk.constants["WG"] = wg;
+    std::vector<gpu::Binding> sb = o.bindings;
+    sb[0] = part;
     d.decode_split = &k_.get(sk);
-    d.decode_split_group = k_.device().bind(*d.decode_split, {part, q, k_cache, v_cache, pages, *step_},
-                                            "attention_decode_split:" + part.label());
+    d.decode_split_group = k_.device().bind(*d.decode_split, sb, "attention_decode_split:" + part.label());
     decode_ = std::move(o);
   }
+  rope_.reset();
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {

@@ -129,6 +129,9 @@ class GraphBuilder {
   // Passes longer than the token-group matvec serves (kQ8MatvecMaxTokens) run gemm_q8.wgsl on int8 x
   // instead of the f32 GEMM; use_q8_x's max_tokens must then cover the whole chunk.
   void use_q8_gemm(bool on) { q8_gemm_ = on; }
+  // Decode steps make the query, key and value heads in attention_decode.wgsl (q_in_rope.wgsl) and skip
+  // the rope_kv dispatch that the attention follows.
+  void use_rope_in_decode(bool on) { rope_in_decode_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
   static constexpr uint32_t kSplitMaxTokens = 64;  // the GEMM's token tile
   static uint64_t split_k_scratch_bytes(uint32_t max_tokens);
@@ -181,6 +184,12 @@ class GraphBuilder {
     std::vector<gpu::Binding> bindings;
   };
   std::optional<AttnDirect> flash_, decode_;  // from attention() to the attention_combine() after it
+  struct RopeOp {
+    size_t op;
+    const gpu::Buffer *qkv, *aux, *rope;
+  };
+  std::optional<RopeOp> rope_;  // from rope_kv() to the attention() after it
+  bool rope_in_decode_ = false;
   struct Q8Producer {
     size_t op;
     const gpu::Buffer* y;

@@ -1,0 +1,59 @@
+// attention_decode.wgsl's query for decode steps that skip rope_kv.wgsl (one dispatch fewer in the
+// step's chain): each workgroup makes its query head from the raw qkv row (rope_head.wgsl), and a
+// workgroup whose positions include this token's also makes the token's key and value heads. It
+// appends them to the cache for later steps, and scores and weighs this position from its own copy
+// (fresh_score, fresh_value): the query heads of one KV head all write the same words, and reading
+// one's own writes back would need a storage barrier, which costs lavapipe 3.5x in decode.
+//!include rope_head
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;              // [(NH + 2 NKV) * HD], the token's raw row
+@group(0) @binding(2) var<storage, read_write> k_cache: array<vec4u>;  // as q_in_plain.wgsl
+@group(0) @binding(3) var<storage, read_write> v_cache: array<vec4u>;
+@group(0) @binding(6) var<storage, read> aux: array<f32>;              // [q_norm HD | k_norm HD | bias]
+@group(0) @binding(7) var<storage, read> rope: array<vec2f>;           // [pos][ROT/2] (cos, sin)
+const QIN_BINDINGS = 2u;
+
+// This token's key and value as the cache words (f16 pairs): unpacking the words later, not the floats
+// now, keeps the compiler from folding the f16 rounding away (lavapipe did).
+var<workgroup> k_new: array<u32, 64>;
+var<workgroup> v_new: array<u32, 64>;
+
+// qv = query head h at pos, scaled; with `append`, KV head kvh's key and value at pos into k_new,
+// v_new and the cache. Every thread calls it (append is the same for the whole workgroup).
+fn q_prepare(h: u32, kvh: u32, pos: u32, append: bool, lid: u32) {
+  let page = pages[pos / PAGE];
+  rope_head(h * HD, h, pos, lid);
+  for (var i = lid; i < HD / 4u; i += WG) {
+    qv[i] = vec4f(rh_out[4u * i], rh_out[4u * i + 1u], rh_out[4u * i + 2u], rh_out[4u * i + 3u]) * SCALE;
+  }
+  if (!append) { return; }
+  workgroupBarrier();  // rh_out is read above
+  rope_head((NH + kvh) * HD, NH + kvh, pos, lid);
+  for (var i = lid; i < HD / 2u; i += WG) {
+    let w = pack2x16float(vec2f(rh_out[2u * i], rh_out[2u * i + 1u]));
+    let kb = ((page * NKV + kvh) * (HD / 8u) + i / 4u) * PAGE + pos % PAGE;
+    k_cache[kb][i % 4u] = w;
+    k_new[i] = w;
+  }
+  workgroupBarrier();
+  rope_head((NH + NKV + kvh) * HD, NH + NKV + kvh, pos, lid);
+  for (var i = lid; i < HD / 2u; i += WG) {
+    let w = pack2x16float(vec2f(rh_out[2u * i], rh_out[2u * i + 1u]));
+    let vb = ((page * PAGE + pos % PAGE) * NKV + kvh) * (HD / 8u) + i / 4u;
+    v_cache[vb][i % 4u] = w;
+    v_new[i] = w;
+  }
+}
+
+// The score of position p, s from the cache: this token's from k_new (its cache words may not be
+// written yet), by the one thread that has it.
+fn fresh_score(p: u32, s: f32) -> f32 {
+  if (p != step.pos0) { return s; }
+  var r = 0.0;
+  for (var i = 0u; i < HD / 4u; i++) {
+    r += dot(qv[i], vec4f(unpack2x16float(k_new[2u * i]), unpack2x16float(k_new[2u * i + 1u])));
+  }
+  return r;
+}
+
+// Value word w of position p, v from the cache: this token's from v_new.
+fn fresh_value(p: u32, w: u32, v: vec2f) -> vec2f { return select(v, unpack2x16float(v_new[w]), p == step.pos0); }
