@@ -48,11 +48,13 @@ fn q_prepare(h: u32, kvh: u32, pos: u32, append: bool, lid: u32) {
 // written yet), by the one thread that has it.
 fn fresh_score(p: u32, s: f32) -> f32 {
   if (p != step.pos0) { return s; }
-  var r = 0.0;
-  for (var i = 0u; i < HD / 4u; i++) {
-    r += dot(qv[i], vec4f(unpack2x16float(k_new[2u * i]), unpack2x16float(k_new[2u * i + 1u])));
+  var s0 = 0.0;  // summed as attention_decode sums the cache's keys
+  var s1 = 0.0;
+  for (var d = 0u; d < HD / 8u; d++) {
+    s0 += dot(qv[2u * d], vec4f(unpack2x16float(k_new[4u * d]), unpack2x16float(k_new[4u * d + 1u])));
+    s1 += dot(qv[2u * d + 1u], vec4f(unpack2x16float(k_new[4u * d + 2u]), unpack2x16float(k_new[4u * d + 3u])));
   }
-  return r;
+  return s0 + s1;
 }
 
 // Value word w of position p, v from the cache: this token's from v_new.
