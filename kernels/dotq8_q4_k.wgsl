@@ -1,5 +1,6 @@
 // 32-element sub-block u of a Q4_K row (weight_q4_k.wgsl) against an int8 x unit (x_q8.wgsl):
-// d_x (d*scale q.x - dmin*min s), the nibbles masked a word at a time into dot4I8Packed.
+// d_x (d*scale q.x - dmin*min s), the nibbles masked a word at a time into dot4I8Packed (the sub-block's
+// 16 bytes in the upload's layout, weight_q4_k.wgsl).
 struct WUnit {
   lo: vec4u,    // elements 0..15 as bytes
   hi: vec4u,    // elements 16..31
@@ -10,12 +11,11 @@ fn w_load(row_byte: u32, u: u32) -> WUnit {
   let b = row_byte + (u / 8u) * 144u;
   let j = u % 8u;
   let sm = q4k_scale_min(b + 4u, j);  // from weight_q4_k.wgsl
-  let q = ((b + 16u) >> 2u) + (j / 2u) * 8u;  // Q4_K blocks are 4-byte aligned
-  let shift = vec4u((j % 2u) * 4u);
+  let q = ((b + 16u) >> 2u) + j * 4u;  // the sub-block's 16 bytes (Q4_K blocks are 4-byte aligned)
+  let c = vec4u(w[q], w[q + 1u], w[q + 2u], w[q + 3u]);
   let m = vec4u(0x0F0F0F0Fu);
-  return WUnit((vec4u(w[q], w[q + 1u], w[q + 2u], w[q + 3u]) >> shift) & m,
-               (vec4u(w[q + 4u], w[q + 5u], w[q + 6u], w[q + 7u]) >> shift) & m,
-               w_f16(b) * f32(sm.x), w_f16(b + 2u) * f32(sm.y));
+  let dd = unpack2x16float(w[b >> 2u]);  // d, dmin
+  return WUnit(c & m, (c >> vec4u(4u)) & m, dd.x * f32(sm.x), dd.y * f32(sm.y));
 }
 fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
   var s = 0;

@@ -19,11 +19,44 @@ uint64_t Weights::bytes_per_token() const {
   return b;
 }
 
-bool gpu_rows_split(GgmlType type, uint64_t cols) { return type == GgmlType::Q4_0 && cols % 256 == 0; }
+bool gpu_rows_split(GgmlType type, uint64_t cols) {
+  return (type == GgmlType::Q4_0 && cols % 256 == 0) || type == GgmlType::Q4_K;
+}
+
+namespace {
+
+// One Q4_K block (144 bytes) as weight_q4_k.wgsl reads it: d and dmin as they are; the 6-bit scale
+// and min of sub-block j as byte j = their low 4 bits and nibble j of bytes 8..11 = their top 2 bits
+// each; each sub-block's 32 codes in 16 bytes of their own, Q4_0's order (byte k: codes k and k + 16),
+// where GGUF interleaves two sub-blocks in 32 bytes (low and high nibbles).
+void q4_k_block_layout(const uint8_t* s, uint8_t* d) {
+  std::memcpy(d, s, 4);
+  const uint8_t* sc = s + 4;
+  uint8_t* out = d + 4;
+  std::memset(out, 0, 12);
+  for (int j = 0; j < 8; j++) {
+    const int scale = j < 4 ? sc[j] & 63 : (sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4);
+    const int min = j < 4 ? sc[j + 4] & 63 : (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+    out[j] = (uint8_t)((scale & 15) | ((min & 15) << 4));
+    out[8 + j / 2] |= (uint8_t)(((scale >> 4) | ((min >> 4) << 2)) << (4 * (j % 2)));
+  }
+  for (int j = 0; j < 8; j++) {
+    const uint8_t* q = s + 16 + 32 * (j / 2);  // the pair's 32 bytes
+    const int shift = 4 * (j % 2);
+    for (int k = 0; k < 16; k++)
+      d[16 + 16 * j + k] = (uint8_t)(((q[k] >> shift) & 15) | (((q[k + 16] >> shift) & 15) << 4));
+  }
+}
+
+}  // namespace
 
 void gpu_row_layout(GgmlType type, uint64_t cols, const uint8_t* src, uint8_t* dst, uint64_t rows) {
+  if (!gpu_rows_split(type, cols)) throw ModelError("gpu_row_layout: no GPU layout for this type");
+  if (type == GgmlType::Q4_K) {
+    for (uint64_t b = 0; b < rows * (cols / 256); b++) q4_k_block_layout(src + 144 * b, dst + 144 * b);
+    return;
+  }
   const uint64_t units = cols / 32, rb = units * 18;
-  if (!gpu_rows_split(type, cols)) throw ModelError("gpu_row_layout: no split layout for this type");
   for (uint64_t r = 0; r < rows; r++) {
     const uint8_t* s = src + r * rb;
     uint8_t* d = dst + r * rb;

@@ -46,10 +46,11 @@ struct Weights {
   uint64_t bytes_per_token() const;  // weight bytes read by one decode step
 };
 
-// Q4_0 rows of 256k columns go to the GPU with their 16-byte nibble blocks first (each 16-byte
-// aligned: the row is 18 * cols / 32 bytes, a multiple of 16) and the f16 scales after them, so a
-// lane reads a block's nibbles with four aligned words instead of five it must realign. Same bytes,
-// same row size; the kernels take this layout from COLS (weight_q4_0.wgsl, dotq8_q4_0.wgsl).
+// Some blocks go to the GPU rearranged (same bytes, same row size) so that a lane reads a unit with
+// fewer, aligned loads: Q4_0 rows of 256k columns as their 16-byte nibble blocks (16-byte aligned: such
+// a row is a multiple of 16 bytes), then the f16 scales (weight_q4_0.wgsl takes the layout from COLS);
+// every Q4_K block with each sub-block's codes in 16 bytes of their own and simpler scale bits
+// (weight_q4_k.wgsl).
 bool gpu_rows_split(GgmlType type, uint64_t cols);
 void gpu_row_layout(GgmlType type, uint64_t cols, const uint8_t* src, uint8_t* dst, uint64_t rows);
 
