@@ -238,7 +238,7 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
 
 // Short passes: token groups of TT through the int8 matvec (Variant::Few), plain and gated, with
 // partial last groups, several rows per lane, and columns enough for 64 lanes (the forward pass's
-// configuration is 4 tokens x 2 rows x 16 lanes; Q6_K takes two units a turn).
+// configuration is 4 tokens x 2 rows x 16 lanes).
 struct TokensCase {
   GgmlType type;
   uint32_t rows, cols, tt, rpl, lanes;

@@ -1,7 +1,8 @@
 #include "engine/weights.h"
 
+#include "engine/gpu_layout.h"
+
 #include <algorithm>
-#include <cstring>
 
 #include "model/model_error.h"
 
@@ -17,54 +18,6 @@ uint64_t Weights::bytes_per_token() const {
   uint64_t b = lm_head().bytes() + (uint64_t)token_embd.cols * 4;  // embedding reads one row
   for (auto& l : layers) b += l.qkv.bytes() + l.attn_output.bytes() + l.gate_up.bytes() + l.ffn_down.bytes();
   return b;
-}
-
-bool gpu_rows_split(GgmlType type, uint64_t cols) {
-  return (type == GgmlType::Q4_0 && cols % 256 == 0) || type == GgmlType::Q4_K;
-}
-
-namespace {
-
-// One Q4_K block (144 bytes) as weight_q4_k.wgsl reads it: d and dmin as they are; the 6-bit scale
-// and min of sub-block j as byte j = their low 4 bits and nibble j of bytes 8..11 = their top 2 bits
-// each; each sub-block's 32 codes in 16 bytes of their own, Q4_0's order (byte k: codes k and k + 16),
-// where GGUF interleaves two sub-blocks in 32 bytes (low and high nibbles).
-void q4_k_block_layout(const uint8_t* s, uint8_t* d) {
-  std::memcpy(d, s, 4);
-  const uint8_t* sc = s + 4;
-  uint8_t* out = d + 4;
-  std::memset(out, 0, 12);
-  for (int j = 0; j < 8; j++) {
-    const int scale = j < 4 ? sc[j] & 63 : (sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4);
-    const int min = j < 4 ? sc[j + 4] & 63 : (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-    out[j] = (uint8_t)((scale & 15) | ((min & 15) << 4));
-    out[8 + j / 2] |= (uint8_t)(((scale >> 4) | ((min >> 4) << 2)) << (4 * (j % 2)));
-  }
-  for (int j = 0; j < 8; j++) {
-    const uint8_t* q = s + 16 + 32 * (j / 2);  // the pair's 32 bytes
-    const int shift = 4 * (j % 2);
-    for (int k = 0; k < 16; k++)
-      d[16 + 16 * j + k] = (uint8_t)(((q[k] >> shift) & 15) | (((q[k + 16] >> shift) & 15) << 4));
-  }
-}
-
-}  // namespace
-
-void gpu_row_layout(GgmlType type, uint64_t cols, const uint8_t* src, uint8_t* dst, uint64_t rows) {
-  if (!gpu_rows_split(type, cols)) throw ModelError("gpu_row_layout: no GPU layout for this type");
-  if (type == GgmlType::Q4_K) {
-    for (uint64_t b = 0; b < rows * (cols / 256); b++) q4_k_block_layout(src + 144 * b, dst + 144 * b);
-    return;
-  }
-  const uint64_t units = cols / 32, rb = units * 18;
-  for (uint64_t r = 0; r < rows; r++) {
-    const uint8_t* s = src + r * rb;
-    uint8_t* d = dst + r * rb;
-    for (uint64_t u = 0; u < units; u++) {
-      std::memcpy(d + 16 * u, s + 18 * u + 2, 16);       // the nibbles
-      std::memcpy(d + 16 * units + 2 * u, s + 18 * u, 2);  // the f16 scale
-    }
-  }
 }
 
 namespace {
@@ -88,17 +41,17 @@ struct Uploader {
     }
   }
 
-  // Whole rows of a matrix, in the layout the kernels read (gpu_rows_split).
+  // Whole rows of a matrix, in the layout the kernels read (engine/gpu_layout.h).
   void write_rows(const gpu::Buffer& b, GgmlType type, uint64_t cols, const uint8_t* src, uint64_t rows,
                   uint64_t offset) {
     const uint64_t rb = row_bytes(type, cols);
-    if (!gpu_rows_split(type, cols)) return write(b, src, rows * rb, offset);
+    if (!gpu_layout_differs(type, cols)) return write(b, src, rows * rb, offset);
     const uint64_t per_slice = std::max<uint64_t>(1, (64ull << 20) / rb);
     std::vector<uint8_t> tmp;
     for (uint64_t r = 0; r < rows; r += per_slice) {
       const uint64_t n = std::min(per_slice, rows - r);
       tmp.resize(n * rb);
-      gpu_row_layout(type, cols, src + r * rb, tmp.data(), n);
+      gpu_row_layout(type, cols, src + r * rb, tmp.data(), n, offset + r * rb);
       write(b, tmp.data(), n * rb, offset + r * rb);
     }
   }

@@ -1,6 +1,7 @@
-// The model's weights on the GPU. Matrices stay in their file encoding (GGUF blocks or HF
-// F32/F16/BF16) and are split into row parts when a buffer would exceed the device's binding limit
-// (lavapipe: 128 MiB) or when concatenated tensors differ in type; norms and biases become f32.
+// The model's weights on the GPU. Matrices stay in their file encoding (GGUF blocks, some rearranged
+// on upload: gpu_layout.h; HF F32/F16/BF16) and are split into row parts when a buffer would exceed
+// the device's binding limit (lavapipe: 128 MiB) or when concatenated tensors differ in type; norms
+// and biases become f32.
 #pragma once
 #include <functional>
 #include <memory>
@@ -45,14 +46,6 @@ struct Weights {
   std::vector<LayerWeights> layers;
   uint64_t bytes_per_token() const;  // weight bytes read by one decode step
 };
-
-// Some blocks go to the GPU rearranged (same bytes, same row size) so that a lane reads a unit with
-// fewer, aligned loads: Q4_0 rows of 256k columns as their 16-byte nibble blocks (16-byte aligned: such
-// a row is a multiple of 16 bytes), then the f16 scales (weight_q4_0.wgsl takes the layout from COLS);
-// every Q4_K block with each sub-block's codes in 16 bytes of their own and simpler scale bits
-// (weight_q4_k.wgsl).
-bool gpu_rows_split(GgmlType type, uint64_t cols);
-void gpu_row_layout(GgmlType type, uint64_t cols, const uint8_t* src, uint8_t* dst, uint64_t rows);
 
 // One matrix from the row-concatenation of `views` (same column count); parts as the device needs.
 Matrix upload_matrix(gpu::Device& dev, const std::string& label, const std::vector<const TensorView*>& views);
