@@ -17,7 +17,8 @@ for dir in "$@"; do
   [ -x "$dir/ztvm" ] || { echo "ab_prepare: no $dir/ztvm" >&2; exit 1; }
   mkdir -p "$A/$side"
   strip -o "$A/$side/ztvm" "$dir/ztvm"
-  git -C "$dir/.." rev-parse --short=12 HEAD > "$A/$side-commit.txt" 2>/dev/null || echo unknown > "$A/$side-commit.txt"
+  if [ -f "$dir/commit.txt" ]; then cp "$dir/commit.txt" "$A/$side-commit.txt"  # from ab_build.sh
+  else git -C "$dir/.." rev-parse --short=12 HEAD > "$A/$side-commit.txt" 2>/dev/null || echo unknown > "$A/$side-commit.txt"; fi
   echo "$side" >> "$A/sides.txt"
 done
 # Dawn and the shared libraries: from the new build (the old binary finds Dawn through LD_LIBRARY_PATH).
