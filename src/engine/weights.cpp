@@ -1,9 +1,8 @@
 #include "engine/weights.h"
 
-#include "engine/gpu_layout.h"
-
 #include <algorithm>
 
+#include "engine/gpu_layout.h"
 #include "model/model_error.h"
 
 namespace ztvm {
