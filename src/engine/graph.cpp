@@ -441,20 +441,6 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                  {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}},
                   {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
                  {att, q, k_cache, v_cache, pages, *step_}};
-    // Decode steps: the query, key and value heads made here from the raw qkv row (q_in_rope.wgsl), and
-    // the rope_kv just before skipped, when it is just before.
-    const bool rope_here = rope_in_decode_ && rope_ && rope_->op + 1 == g_.ops.size() - 1;
-    if (rope_here) {
-      o.key.includes["QIN"] = "q_in_rope";
-      for (auto [name, v] : std::map<std::string, double>{{"ROT", s.rot}, {"NEOX", s.neox}, {"QK_NORM", s.qk_norm},
-                                                          {"HAS_BIAS", s.bias}, {"EPS", s.eps}})
-        o.key.constants[name] = v;
-      o.bindings = {att, *rope_->qkv, k_cache, v_cache, pages, *step_, *rope_->aux, *rope_->rope};
-      g_.ops[rope_->op].skip_one_token = true;
-    }
-    d.decode = &k_.get(o.key);
-    d.decode_group = k_.device().bind(*d.decode, o.bindings, "attention_decode:" + att.label());
-    d.decode_max = kAttnDecodeMax;
     gpu::KernelKey sk = o.key;  // longer one-token passes: splits of s.split positions, s.split threads
     sk.constants["SPLIT"] = s.split;
     uint32_t wg = 64;  // a power of two in [64, 256], up to the split
@@ -464,6 +450,22 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     sb[0] = part;
     d.decode_split = &k_.get(sk);
     d.decode_split_group = k_.device().bind(*d.decode_split, sb, "attention_decode_split:" + part.label());
+    // Unsplit decode steps: the query, key and value heads made here from the raw qkv row (q_in_rope.wgsl),
+    // and the rope_kv just before skipped, when it is just before. Not in the splits: each would remake
+    // the query head, and the one holding the new position the key and value heads (H200 at 4096
+    // positions: -3..-4% decode on Qwen3-4B, bench/EXPERIMENTS.md).
+    const bool rope_here = rope_in_decode_ && rope_ && rope_->op + 1 == g_.ops.size() - 1;
+    if (rope_here) {
+      o.key.includes["QIN"] = "q_in_rope";
+      for (auto [name, v] : std::map<std::string, double>{{"ROT", s.rot}, {"NEOX", s.neox}, {"QK_NORM", s.qk_norm},
+                                                          {"HAS_BIAS", s.bias}, {"EPS", s.eps}})
+        o.key.constants[name] = v;
+      o.bindings = {att, *rope_->qkv, k_cache, v_cache, pages, *step_, *rope_->aux, *rope_->rope};
+      g_.ops[rope_->op].skip_decode_max = kAttnDecodeMax;
+    }
+    d.decode = &k_.get(o.key);
+    d.decode_group = k_.device().bind(*d.decode, o.bindings, "attention_decode:" + att.label());
+    d.decode_max = kAttnDecodeMax;
     decode_ = std::move(o);
   }
   rope_.reset();
