@@ -11,4 +11,3 @@ fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   }
   return s;
 }
-//!include dot_step1

@@ -41,4 +41,3 @@ fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
 // integer half-sums and the token's (d, s, s of elements 0..15).
 fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.d, 0.0); }
 fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 { return f.x * x.x * (f32(lo + hi) - 8.0 * x.y); }
-//!include dot_step1

@@ -34,4 +34,3 @@ fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 {
   let x1 = i32(x.y) - x0;
   return x.x * (f.x * f32(lo - 32 * x0) + f.y * f32(hi - 32 * x1));
 }
-//!include dot_step1

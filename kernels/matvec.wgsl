@@ -40,15 +40,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<f32, 32>;  // [half][row]: RPL rows, then their up rows when GATED
   let units = COLS / 32u;
   let rb = w_row_bytes();
-  let n = units / DOT_UNITS;  // turns of DOT_UNITS units (the DOT snippet says which)
-  for (var s = lane; s < n; s += LANES) {
-    var xs: array<XUnit, DOT_UNITS>;
-    for (var i = 0u; i < DOT_UNITS; i++) { xs[i] = x_unit(0u, step_unit(s, i)); }
+  for (var s = lane; s < units; s += LANES) {
+    var xu = x_unit(0u, s);
     for (var j = 0u; j < RPL; j++) {
       // Rows past the end repeat the last one (write_sums drops them): no branch around the loads.
       let r = min(row0 + j, ROWS - 1u);
-      acc[j] += w_dot_step(r * rb, s, &xs);
-      if (GATED) { acc[RPL + j] += w_dot_step((r + ROWS) * rb, s, &xs); }
+      acc[j] += w_dot(r * rb, s, &xu);
+      if (GATED) { acc[RPL + j] += w_dot((r + ROWS) * rb, s, &xu); }
     }
   }
   write_sums(&acc, lid, row0, 0u, 1u, x_scale());
