@@ -9,7 +9,7 @@
 #         4B Q4_K_M), ROUNDS (2),
 #         BENCH ("-p 35 -n 128 -r 3"; several runs separated by ';'), AB_ENV_OLD / AB_ENV_NEW (env
 #         assignments for each side, e.g. to try a knob on one binary). Sides past the second (new2, ...)
-#         run after them in each round, with AB_ENV_NEW.
+#         run after them in each round, with AB_ENV_NEW unless AB_ENV_<side> (AB_ENV_new2) is set.
 # Output: one line per (round, model, bench, side) on stdout and in $OUT/ab.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +42,7 @@ for r in $(seq 1 "$ROUNDS"); do
     for args in "${RUNS[@]}"; do
       for side in $SIDES; do
         envs=${AB_ENV_NEW:-}; [ "$side" = old ] && envs=${AB_ENV_OLD:-}
+        own="AB_ENV_$side"; [ -n "${!own:-}" ] && envs=${!own}  # AB_ENV_new2=... for that side alone
         # shellcheck disable=SC2086  # args and envs are word lists on purpose
         out=$(env $envs "$A/$side/ztvm" bench -m "$f" $args 2>&1) || true
         line=$(grep -E '^(TTFT|decode host)' <<< "$out" | paste -sd' ')  # the result, and the host's share
