@@ -208,12 +208,9 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
                   std::any_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
   const uint32_t q8_max = one_token ? 1 : q8_max_;  // the longest pass that reads int8 x
   // Decode: the matvec makes x from the add_rmsnorm's inputs itself (x_q8_norm.wgsl), and one-token
-  // passes skip that dispatch. Its workgroup memory holds 1.25 bytes per column. A matrix of parts of
-  // two types (Q4_K_M's q and k in Q4_K, v in Q6_K) has each part's matvec make x.
+  // passes skip that dispatch. Its workgroup memory holds 1.25 bytes per column.
   const NormProducer* norm = nullptr;
-  const bool all_q8 =
-      std::all_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
-  if (q8 && !one_token && all_q8 && !norm_producer_.empty() &&
+  if (q8 && !one_token && w.parts.size() == 1 && q8_x_type(w.parts[0].type) && !norm_producer_.empty() &&
       norm_producer_[0].op + 1 == g_.ops.size() && norm_producer_[0].y == &x && norm_producer_[0].d == w.cols &&
       w.cols <= kNormMaxCols)
     norm = &norm_producer_[0];
