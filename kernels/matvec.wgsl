@@ -36,11 +36,27 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let lane = lid % LANES;
   let group = flat_group(wid, nwg);
   let row0 = group * GROUPS * RPL + (lid / LANES) * RPL;
-  x_prepare(lid, group == 0u);
   var acc: array<f32, 32>;  // [half][row]: RPL rows, then their up rows when GATED
   let units = COLS / 32u;
   let rb = w_row_bytes();
-  for (var s = lane; s < units; s += LANES) {
+  // The first turn's weight units are loaded before x is ready: where the workgroup makes x itself
+  // (x_q8_norm.wgsl reads the residual step and packs it) that work overlaps their memory latency.
+  var w0: array<WUnit, 8>;
+  let u0 = min(lane, units - 1u);
+  for (var j = 0u; j < RPL; j++) {
+    let r = min(row0 + j, ROWS - 1u);
+    w0[j] = w_load(r * rb, u0);
+    if (GATED) { w0[RPL + j] = w_load((r + ROWS) * rb, u0); }
+  }
+  x_prepare(lid, group == 0u);
+  if (lane < units) {
+    var xu = x_unit(0u, lane);
+    for (var j = 0u; j < RPL; j++) {
+      acc[j] += w_dot_x(&w0[j], &xu);
+      if (GATED) { acc[RPL + j] += w_dot_x(&w0[RPL + j], &xu); }
+    }
+  }
+  for (var s = lane + LANES; s < units; s += LANES) {
     var xu = x_unit(0u, s);
     for (var j = 0u; j < RPL; j++) {
       // Rows past the end repeat the last one (write_sums drops them): no branch around the loads.
