@@ -5,6 +5,7 @@
 // (fresh_score, fresh_value): the query heads of one KV head all write the same words, and reading
 // one's own writes back would need a storage barrier, which costs lavapipe 3.5x in decode.
 //!include rope_head
+const RH_SLOTS = 3u;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;              // [(NH + 2 NKV) * HD], the token's raw row
 @group(0) @binding(2) var<storage, read_write> k_cache: array<vec4u>;  // as q_in_plain.wgsl
 @group(0) @binding(3) var<storage, read_write> v_cache: array<vec4u>;
@@ -18,29 +19,27 @@ var<workgroup> k_new: array<u32, 64>;
 var<workgroup> v_new: array<u32, 64>;
 
 // qv = query head h at pos, scaled; with `append`, KV head kvh's key and value at pos into k_new,
-// v_new and the cache. Every thread calls it (append is the same for the whole workgroup).
+// v_new and the cache. The three heads are made side by side (rope_head.wgsl's slots: threads 0..63
+// the query, 64..127 the key, 128..191 the value), which needs WG >= 192 (the unsplit kernel's 256).
+// Every thread calls it (append is the same for the whole workgroup).
 fn q_prepare(h: u32, kvh: u32, pos: u32, append: bool, lid: u32) {
   let page = pages[pos / PAGE];
-  rope_head(h * HD, h, pos, lid);
+  let slot = lid / 64u;
+  let hh = select(h, select(NH + kvh, NH + NKV + kvh, slot >= 2u), slot >= 1u);
+  rope_head(hh * HD, hh, pos, lid);
   for (var i = lid; i < HD / 4u; i += WG) {
     qv[i] = vec4f(rh_out[4u * i], rh_out[4u * i + 1u], rh_out[4u * i + 2u], rh_out[4u * i + 3u]) * SCALE;
   }
   if (!append) { return; }
-  workgroupBarrier();  // rh_out is read above
-  rope_head((NH + kvh) * HD, NH + kvh, pos, lid);
   for (var i = lid; i < HD / 2u; i += WG) {
-    let w = pack2x16float(vec2f(rh_out[2u * i], rh_out[2u * i + 1u]));
+    let kw = pack2x16float(vec2f(rh_out[128u + 2u * i], rh_out[128u + 2u * i + 1u]));
     let kb = ((page * NKV + kvh) * (HD / 8u) + i / 4u) * PAGE + pos % PAGE;
-    k_cache[kb][i % 4u] = w;
-    k_new[i] = w;
-  }
-  workgroupBarrier();
-  rope_head((NH + NKV + kvh) * HD, NH + NKV + kvh, pos, lid);
-  for (var i = lid; i < HD / 2u; i += WG) {
-    let w = pack2x16float(vec2f(rh_out[2u * i], rh_out[2u * i + 1u]));
+    k_cache[kb][i % 4u] = kw;
+    k_new[i] = kw;
+    let vw = pack2x16float(vec2f(rh_out[256u + 2u * i], rh_out[256u + 2u * i + 1u]));
     let vb = ((page * PAGE + pos % PAGE) * NKV + kvh) * (HD / 8u) + i / 4u;
-    v_cache[vb][i % 4u] = w;
-    v_new[i] = w;
+    v_cache[vb][i % 4u] = vw;
+    v_new[i] = vw;
   }
 }
 

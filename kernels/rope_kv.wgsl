@@ -10,6 +10,7 @@ override HD: u32;              // head dim
 override NH: u32;              // query heads
 override NKV: u32;             // key/value heads
 override PAGE: u32;            // tokens per KV page
+const RH_SLOTS = 1u;           // one head per workgroup (rope_head.wgsl)
 
 @group(0) @binding(0) var<storage, read_write> q_out: array<f32>;   // [T, NH*HD]
 @group(0) @binding(1) var<storage, read_write> k_cache: array<u32>; // [pages][NKV][HD / 8][PAGE][4] f16 pairs
