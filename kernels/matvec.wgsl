@@ -39,31 +39,32 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<f32, 32>;  // [half][row]: RPL rows, then their up rows when GATED
   let units = COLS / 32u;
   let rb = w_row_bytes();
-  // The first turn's weight units are loaded before x is ready: where the workgroup makes x itself
-  // (x_q8_norm.wgsl reads the residual step and packs it) that work overlaps their memory latency.
-  var w0: array<WUnit, 8>;
-  let u0 = min(lane, units - 1u);
+  // Weight units are loaded a turn ahead: the first turn's before x is ready (where the workgroup makes
+  // x itself, x_q8_norm.wgsl, that work overlaps their memory latency), each next turn's before this
+  // turn's dots, so a lane always has a turn of loads in flight.
+  var cur: array<WUnit, 8>;
   for (var j = 0u; j < RPL; j++) {
     let r = min(row0 + j, ROWS - 1u);
-    w0[j] = w_load(r * rb, u0);
-    if (GATED) { w0[RPL + j] = w_load((r + ROWS) * rb, u0); }
+    cur[j] = w_load(r * rb, min(lane, units - 1u));
+    if (GATED) { cur[RPL + j] = w_load((r + ROWS) * rb, min(lane, units - 1u)); }
   }
   x_prepare(lid, group == 0u);
-  if (lane < units) {
-    var xu = x_unit(0u, lane);
-    for (var j = 0u; j < RPL; j++) {
-      acc[j] += w_dot_x(&w0[j], &xu);
-      if (GATED) { acc[RPL + j] += w_dot_x(&w0[RPL + j], &xu); }
+  for (var s = lane; s < units; s += LANES) {
+    var nxt: array<WUnit, 8>;
+    if (s + LANES < units) {
+      for (var j = 0u; j < RPL; j++) {
+        // Rows past the end repeat the last one (write_sums drops them): no branch around the loads.
+        let r = min(row0 + j, ROWS - 1u);
+        nxt[j] = w_load(r * rb, s + LANES);
+        if (GATED) { nxt[RPL + j] = w_load((r + ROWS) * rb, s + LANES); }
+      }
     }
-  }
-  for (var s = lane + LANES; s < units; s += LANES) {
     var xu = x_unit(0u, s);
     for (var j = 0u; j < RPL; j++) {
-      // Rows past the end repeat the last one (write_sums drops them): no branch around the loads.
-      let r = min(row0 + j, ROWS - 1u);
-      acc[j] += w_dot(r * rb, s, &xu);
-      if (GATED) { acc[RPL + j] += w_dot((r + ROWS) * rb, s, &xu); }
+      acc[j] += w_dot_x(&cur[j], &xu);
+      if (GATED) { acc[RPL + j] += w_dot_x(&cur[RPL + j], &xu); }
     }
+    cur = nxt;
   }
   write_sums(&acc, lid, row0, 0u, 1u, x_scale());
   // XOUT = x_out_q8: the workgroup's rows are one whole 32-element unit of y (the host checks), stored
