@@ -43,10 +43,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // x itself, x_q8_norm.wgsl, that work overlaps their memory latency), each next turn's before this
   // turn's dots, so a lane always has a turn of loads in flight.
   var cur: array<WUnit, 8>;
-  for (var j = 0u; j < RPL; j++) {
-    let r = min(row0 + j, ROWS - 1u);
-    cur[j] = w_load(r * rb, min(lane, units - 1u));
-    if (GATED) { cur[RPL + j] = w_load((r + ROWS) * rb, min(lane, units - 1u)); }
+  if (lane < units) {  // lanes past a short row's units have no turns (whole warps on the GPU)
+    for (var j = 0u; j < RPL; j++) {
+      let r = min(row0 + j, ROWS - 1u);
+      cur[j] = w_load(r * rb, lane);
+      if (GATED) { cur[RPL + j] = w_load((r + ROWS) * rb, lane); }
+    }
   }
   x_prepare(lid, group == 0u);
   for (var s = lane; s < units; s += LANES) {
