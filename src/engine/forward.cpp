@@ -19,7 +19,8 @@ static constexpr uint32_t kQ8MaxTokens = GraphBuilder::kQ8MatvecMaxTokens, kQ8To
 // Longer chunks through gemm_q8.wgsl (int8 tiles) instead of the f32 GEMM: prefill of 512 tokens
 // 1.5-1.6x faster on the H200 (bench/EXPERIMENTS.md, 2026-11-30).
 static constexpr bool kQ8Gemm = true;
-// Decode steps without the rope_kv dispatch: attention_decode.wgsl makes the heads itself (graph.h).
+// Decode steps up to 512 positions without the rope_kv dispatch: attention_decode.wgsl makes the heads
+// itself (graph.h).
 static constexpr bool kRopeInDecode = true;
 
 std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {

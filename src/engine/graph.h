@@ -129,8 +129,8 @@ class GraphBuilder {
   // Passes longer than the token-group matvec serves (kQ8MatvecMaxTokens) run gemm_q8.wgsl on int8 x
   // instead of the f32 GEMM; use_q8_x's max_tokens must then cover the whole chunk.
   void use_q8_gemm(bool on) { q8_gemm_ = on; }
-  // Decode steps make the query, key and value heads in attention_decode.wgsl (q_in_rope.wgsl) and skip
-  // the rope_kv dispatch that the attention follows.
+  // Unsplit decode steps (up to kAttnDecodeMax positions) make the query, key and value heads in
+  // attention_decode.wgsl (q_in_rope.wgsl) and skip the rope_kv dispatch that the attention follows.
   void use_rope_in_decode(bool on) { rope_in_decode_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
   static constexpr uint32_t kSplitMaxTokens = 64;  // the GEMM's token tile
