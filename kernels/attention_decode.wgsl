@@ -14,7 +14,8 @@
 // does, for attention_combine; the host then sizes WG to the split (a power of two in 64..256).
 //
 // QIN says where the query comes from: q_in_plain (rope_kv.wgsl made it and appended this token's key
-// and value) or q_in_rope (this kernel makes the heads from the raw qkv row, and rope_kv is skipped).
+// and value) or q_in_rope (without splits only: this kernel makes the heads from the raw qkv row, and
+// rope_kv is skipped).
 //!include common
 //!include XOUT
 //!include QIN
@@ -92,7 +93,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (g < NG) {
     for (var j = 0u; j < BATCH; j++) { vpage0[j] = pages[(start + min(g + j * NG, cnt0 - 1u)) / PAGE]; }
   }
-  q_prepare(h, kvh, step.pos0, n == n_all, lid);  // n == n_all: this token's position is in this workgroup's
+  q_prepare(h, kvh, step.pos0, lid);
   workgroupBarrier();
   var m = NEG;
   var l = 0.0;               // the workgroup's running sum (every thread holds it)

@@ -1,9 +1,9 @@
 // attention_decode.wgsl's query for decode steps that skip rope_kv.wgsl (one dispatch fewer in the
-// step's chain): each workgroup makes its query head from the raw qkv row (rope_head.wgsl), and a
-// workgroup whose positions include this token's also makes the token's key and value heads. It
-// appends them to the cache for later steps, and scores and weighs this position from its own copy
-// (fresh_score, fresh_value): the query heads of one KV head all write the same words, and reading
-// one's own writes back would need a storage barrier, which costs lavapipe 3.5x in decode.
+// step's chain), in the unsplit kernel (every workgroup sees this token's position): each workgroup
+// makes its query head from the raw qkv row (rope_head.wgsl) and its KV head's key and value for this
+// token. It appends them to the cache for later steps, and scores and weighs this position from its
+// own copy (fresh_score, fresh_value): the query heads of one KV head all write the same words, and
+// reading one's own writes back would need a storage barrier, which costs lavapipe 3.5x in decode.
 //!include rope_head
 const RH_SLOTS = 3u;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;              // [(NH + 2 NKV) * HD], the token's raw row
@@ -18,11 +18,11 @@ const QIN_BINDINGS = 2u;
 var<workgroup> k_new: array<u32, 64>;
 var<workgroup> v_new: array<u32, 64>;
 
-// qv = query head h at pos, scaled; with `append`, KV head kvh's key and value at pos into k_new,
-// v_new and the cache. The three heads are made side by side (rope_head.wgsl's slots: threads 0..63
-// the query, 64..127 the key, 128..191 the value), which needs WG >= 192 (the unsplit kernel's 256).
-// Every thread calls it (append is the same for the whole workgroup).
-fn q_prepare(h: u32, kvh: u32, pos: u32, append: bool, lid: u32) {
+// qv = query head h at pos, scaled; KV head kvh's key and value at pos into k_new, v_new and the
+// cache. The three heads are made side by side (rope_head.wgsl's slots: threads 0..63 the query,
+// 64..127 the key, 128..191 the value), which needs WG >= 192 (the unsplit kernel's 256). Every
+// thread calls it.
+fn q_prepare(h: u32, kvh: u32, pos: u32, lid: u32) {
   let page = pages[pos / PAGE];
   let slot = lid / 64u;
   let hh = select(h, select(NH + kvh, NH + NKV + kvh, slot >= 2u), slot >= 1u);
@@ -30,7 +30,6 @@ fn q_prepare(h: u32, kvh: u32, pos: u32, append: bool, lid: u32) {
   for (var i = lid; i < HD / 4u; i += WG) {
     qv[i] = vec4f(rh_out[4u * i], rh_out[4u * i + 1u], rh_out[4u * i + 2u], rh_out[4u * i + 3u]) * SCALE;
   }
-  if (!append) { return; }
   for (var i = lid; i < HD / 2u; i += WG) {
     let kw = pack2x16float(vec2f(rh_out[128u + 2u * i], rh_out[128u + 2u * i + 1u]));
     let kb = ((page * NKV + kvh) * (HD / 8u) + i / 4u) * PAGE + pos % PAGE;
