@@ -17,7 +17,3 @@ fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
   }
   return s;
 }
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
-  var wu = w_load(row_byte, u);
-  return w_dot_x(&wu, xu);
-}

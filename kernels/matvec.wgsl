@@ -30,6 +30,18 @@ const XQ_BINDING = X_BINDINGS;  // XOUT's int8 units follow x's bindings
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 
+// Unit u of the lane group's RPL rows (then their up rows when GATED). Rows past the end repeat the
+// last one (write_sums drops them): no branch around the loads.
+fn load_turn(row0: u32, u: u32) -> array<WUnit, 8> {
+  var t: array<WUnit, 8>;
+  for (var j = 0u; j < RPL; j++) {
+    let r = min(row0 + j, ROWS - 1u);
+    t[j] = w_load(r * w_row_bytes(), u);
+    if (GATED) { t[RPL + j] = w_load((r + ROWS) * w_row_bytes(), u); }
+  }
+  return t;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
@@ -38,29 +50,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let row0 = group * GROUPS * RPL + (lid / LANES) * RPL;
   var acc: array<f32, 32>;  // [half][row]: RPL rows, then their up rows when GATED
   let units = COLS / 32u;
-  let rb = w_row_bytes();
   // Weight units are loaded a turn ahead: the first turn's before x is ready (where the workgroup makes
   // x itself, x_q8_norm.wgsl, that work overlaps their memory latency), each next turn's before this
   // turn's dots, so a lane always has a turn of loads in flight.
   var cur: array<WUnit, 8>;
-  if (lane < units) {  // lanes past a short row's units have no turns (whole warps on the GPU)
-    for (var j = 0u; j < RPL; j++) {
-      let r = min(row0 + j, ROWS - 1u);
-      cur[j] = w_load(r * rb, lane);
-      if (GATED) { cur[RPL + j] = w_load((r + ROWS) * rb, lane); }
-    }
-  }
+  if (lane < units) { cur = load_turn(row0, lane); }  // lanes past a short row's units have no turns
   x_prepare(lid, group == 0u);
   for (var s = lane; s < units; s += LANES) {
     var nxt: array<WUnit, 8>;
-    if (s + LANES < units) {
-      for (var j = 0u; j < RPL; j++) {
-        // Rows past the end repeat the last one (write_sums drops them): no branch around the loads.
-        let r = min(row0 + j, ROWS - 1u);
-        nxt[j] = w_load(r * rb, s + LANES);
-        if (GATED) { nxt[RPL + j] = w_load((r + ROWS) * rb, s + LANES); }
-      }
-    }
+    if (s + LANES < units) { nxt = load_turn(row0, s + LANES); }
     var xu = x_unit(0u, s);
     for (var j = 0u; j < RPL; j++) {
       acc[j] += w_dot_x(&cur[j], &xu);
