@@ -65,9 +65,9 @@ fn block_reduce(lid: u32, v: f32, is_max: bool) -> f32 {
   return r;
 }
 
-// Value word w (dims 2w, 2w + 1) of position b + i, on physical page `page`, for KV head kvh.
-fn value_pair(page: u32, b: u32, i: u32, kvh: u32, w: u32) -> vec2f {
-  let vb = ((page * PAGE + (b + i) % PAGE) * NKV + kvh) * (HD / 8u);
+// Value word w (dims 2w, 2w + 1) of position b + i for KV head kvh.
+fn value_pair(b: u32, i: u32, kvh: u32, w: u32) -> vec2f {
+  let vb = ((pages[(b + i) / PAGE] * PAGE + (b + i) % PAGE) * NKV + kvh) * (HD / 8u);
   return fresh_value(b + i, w, unpack2x16float(v_cache[vb + w / 4u][w % 4u]));
 }
 
@@ -83,27 +83,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let kvh = h / (NH / NKV);
   let start = split * SPLIT;  // 0 without splits
   let n = select(n_all, min(n_all, start + SPLIT), SPLIT > 0u);  // positions [start, n)
-  let g = lid / W;
-  let w = lid % W;
-  // The page-table entries of the first block's key (position start + lid) and first batch of values
-  // are loaded before the heads are made, so the block's cache loads do not wait for them.
-  let cnt0 = min(WG, n - start);
-  let kpage0 = pages[min(start + lid, n - 1u) / PAGE];
-  var vpage0: array<u32, BATCH>;
-  if (g < NG) {
-    for (var j = 0u; j < BATCH; j++) { vpage0[j] = pages[(start + min(g + j * NG, cnt0 - 1u)) / PAGE]; }
-  }
   q_prepare(h, kvh, step.pos0, lid);
   workgroupBarrier();
+  let g = lid / W;
+  let w = lid % W;
   var m = NEG;
   var l = 0.0;               // the workgroup's running sum (every thread holds it)
   var o = vec2f(0.0, 0.0);   // dims 2w, 2w + 1 over group g's positions
   for (var b = start; b < n; b += WG) {
     let p = b + lid;
     let pc = min(p, n - 1u);  // past the positions: a valid key, its score dropped (no branch around the loads)
-    var kpage = kpage0;
-    if (b != start) { kpage = pages[pc / PAGE]; }
-    let kb = (kpage * NKV + kvh) * (HD / 8u) * PAGE + pc % PAGE;
+    let kb = (pages[pc / PAGE] * NKV + kvh) * (HD / 8u) * PAGE + pc % PAGE;
     var s0 = 0.0;
     var s1 = 0.0;
     for (var d = 0u; d < HD / 8u; d++) {
@@ -117,12 +107,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let cnt = min(WG, n - b);
     var v: array<vec2f, BATCH>;
     if (g < NG) {
-      for (var j = 0u; j < BATCH; j++) {
-        let i = min(g + j * NG, cnt - 1u);
-        var page = vpage0[j];
-        if (b != start) { page = pages[(b + i) / PAGE]; }
-        v[j] = value_pair(page, b, i, kvh, w);
-      }
+      for (var j = 0u; j < BATCH; j++) { v[j] = value_pair(b, min(g + j * NG, cnt - 1u), kvh, w); }
     }
     let mx = max(m, block_reduce(lid, s, true));  // its first barrier: every thread is past the last block's pw
     let alpha = exp(m - mx);
@@ -134,10 +119,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (g < NG) {
       for (var i0 = g; i0 < cnt; i0 += NG * BATCH) {
         if (i0 != g) {  // later batches: all BATCH loads issued before any is used
-          for (var j = 0u; j < BATCH; j++) {
-            let i = min(i0 + j * NG, cnt - 1u);
-            v[j] = value_pair(pages[(b + i) / PAGE], b, i, kvh, w);
-          }
+          for (var j = 0u; j < BATCH; j++) { v[j] = value_pair(b, min(i0 + j * NG, cnt - 1u), kvh, w); }
         }
         for (var j = 0u; j < BATCH; j++) {
           let i = i0 + j * NG;

@@ -33,6 +33,10 @@ fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
           dot4I8Packed(hi.x, xh.x) + dot4I8Packed(hi.y, xh.y) + dot4I8Packed(hi.z, xh.z) + dot4I8Packed(hi.w, xh.w);
   return (*wu).d * (*xu).d * (f32(s) - 8.0 * (*xu).s);
 }
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+  var wu = w_load(row_byte, u);
+  return w_dot_x(&wu, xu);
+}
 // For gemm_q8.wgsl, which keeps units in workgroup memory: the unit's float, and the dot from its
 // integer half-sums and the token's (d, s, s of elements 0..15).
 fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.d, 0.0); }

@@ -24,6 +24,10 @@ fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
   }
   return (*xu).d * ((*wu).scale * f32(s) - (*wu).minv * (*xu).s);
 }
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+  var wu = w_load(row_byte, u);
+  return w_dot_x(&wu, xu);
+}
 // For gemm_q8.wgsl (see dotq8_q4_0.wgsl).
 fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.scale, wu.minv); }
 fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 { return x.x * (f.x * f32(lo + hi) - f.y * x.y); }

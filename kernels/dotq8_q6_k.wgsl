@@ -23,6 +23,10 @@ fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
   let x1 = i32((*xu).s) - x0;
   return (*xu).d * ((*wu).s0 * f32(s0 - 32 * x0) + (*wu).s1 * f32(s1 - 32 * x1));
 }
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+  var wu = w_load(row_byte, u);
+  return w_dot_x(&wu, xu);
+}
 // For gemm_q8.wgsl (see dotq8_q4_0.wgsl).
 fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.s0, wu.s1); }
 fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 {

@@ -22,6 +22,10 @@ fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
   }
   return (*wu).d * (*xu).d * f32(s);
 }
+fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
+  var wu = w_load(row_byte, u);
+  return w_dot_x(&wu, xu);
+}
 // For gemm_q8.wgsl (see dotq8_q4_0.wgsl).
 fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.d, 0.0); }
 fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 { return f.x * x.x * f32(lo + hi); }

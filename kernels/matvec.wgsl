@@ -30,41 +30,24 @@ const XQ_BINDING = X_BINDINGS;  // XOUT's int8 units follow x's bindings
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 
-// Unit u of the lane group's RPL rows (then their up rows when GATED). Rows past the end repeat the
-// last one (write_sums drops them): no branch around the loads.
-fn load_turn(row0: u32, u: u32) -> array<WUnit, 8> {
-  var t: array<WUnit, 8>;
-  for (var j = 0u; j < RPL; j++) {
-    let r = min(row0 + j, ROWS - 1u);
-    t[j] = w_load(r * w_row_bytes(), u);
-    if (GATED) { t[RPL + j] = w_load((r + ROWS) * w_row_bytes(), u); }
-  }
-  return t;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let lane = lid % LANES;
   let group = flat_group(wid, nwg);
   let row0 = group * GROUPS * RPL + (lid / LANES) * RPL;
+  x_prepare(lid, group == 0u);
   var acc: array<f32, 32>;  // [half][row]: RPL rows, then their up rows when GATED
   let units = COLS / 32u;
-  // Weight units are loaded a turn ahead: the first turn's before x is ready (where the workgroup makes
-  // x itself, x_q8_norm.wgsl, that work overlaps their memory latency), each next turn's before this
-  // turn's dots, so a lane always has a turn of loads in flight.
-  var cur: array<WUnit, 8>;
-  if (lane < units) { cur = load_turn(row0, lane); }  // lanes past a short row's units have no turns
-  x_prepare(lid, group == 0u);
+  let rb = w_row_bytes();
   for (var s = lane; s < units; s += LANES) {
-    var nxt: array<WUnit, 8>;
-    if (s + LANES < units) { nxt = load_turn(row0, s + LANES); }
     var xu = x_unit(0u, s);
     for (var j = 0u; j < RPL; j++) {
-      acc[j] += w_dot_x(&cur[j], &xu);
-      if (GATED) { acc[RPL + j] += w_dot_x(&cur[RPL + j], &xu); }
+      // Rows past the end repeat the last one (write_sums drops them): no branch around the loads.
+      let r = min(row0 + j, ROWS - 1u);
+      acc[j] += w_dot(r * rb, s, &xu);
+      if (GATED) { acc[RPL + j] += w_dot((r + ROWS) * rb, s, &xu); }
     }
-    cur = nxt;
   }
   write_sums(&acc, lid, row0, 0u, 1u, x_scale());
   // XOUT = x_out_q8: the workgroup's rows are one whole 32-element unit of y (the host checks), stored
