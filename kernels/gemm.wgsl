@@ -17,8 +17,7 @@ override Y_OFFSET: u32 = 0u;
 override GATED: bool = false;
 override KSPLIT: u32 = 1u;    // groups per tile along K; 1: this kernel writes y itself
 
-// With KSPLIT > 1, y is the partials scratch: part[ks][t][vrow], vrow over the ROWS rows, or for
-// GATED the ROWS gate rows then the ROWS up rows (no SiLU: it does not distribute over the sum).
+// With KSPLIT > 1, y is the partials scratch (gemm_store.wgsl's store_partial).
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
@@ -91,14 +90,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let t = t0 + tt + 16u * m;
     if (t >= step.n_tokens) { continue; }
     if (KSPLIT > 1u) {
-      let vrows = select(ROWS, 2u * ROWS, GATED);
-      let base = (ks * step.n_tokens + t) * vrows;
-      for (var j = 0u; j < 4u; j++) {
-        // acc[j] is row 4 tr + j, or gated: gate (j < 2) / up (j >= 2) of real row 2 tr + j % 2
-        var r = rt * 64u + 4u * tr + j;
-        if (GATED) { r = rt * 32u + 2u * tr + j % 2u; }
-        if (r < ROWS) { y[base + select(0u, ROWS, GATED && j >= 2u) + r] = acc[j][m]; }
-      }
+      store_partial(&acc, m, t, rt, tr, ks, step.n_tokens);
     } else {
       store_token(&acc, m, t, rt, tr);
     }

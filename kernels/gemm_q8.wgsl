@@ -15,6 +15,7 @@ override COLS: u32;           // input width, a multiple of 32
 override Y_STRIDE: u32 = 0u;  // floats between tokens in y (0: ROWS)
 override Y_OFFSET: u32 = 0u;
 override GATED: bool = false;
+override KSPLIT: u32 = 1u;    // groups per tile along K, as in gemm.wgsl (partials for gemm_reduce.wgsl)
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
@@ -64,7 +65,7 @@ fn stage(s: u32, i: u32, rt: u32, t0: u32, n_tokens: u32) -> Staged {
     let r = real_row(rt, i % 64u);
     if (u < COLS / 32u && r < ROWS) {
       let wu = w_load((r + select(0u, ROWS, GATED && i % 64u >= 32u)) * w_row_bytes(), u);
-      st = Staged(wu.lo, wu.hi, vec3f(w_floats(wu), 0.0));
+      st = Staged(w_gemm_codes(wu.lo), w_gemm_codes(wu.hi), vec3f(w_floats(wu), 0.0));
     }
   } else {
     let j = i - 64u * UPS;
@@ -95,7 +96,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let rows_per_tile = select(64u, 32u, GATED);
   let row_tiles = (ROWS + rows_per_tile - 1u) / rows_per_tile;
-  let g = flat_group(wid, nwg);
+  let ks = flat_group(wid, nwg) % KSPLIT;  // neighbouring groups: the same tile, other K ranges
+  let g = flat_group(wid, nwg) / KSPLIT;
   let rt = g % row_tiles;
   let t0 = (g / row_tiles) * 64u;
   let n_tokens = step.n_tokens;
@@ -104,12 +106,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let tt = lid % 16u;  // micro-tile tokens tt, tt + 16, tt + 32, tt + 48
   var acc: array<vec4f, 4>;  // [row j][token m]
   let steps = (COLS / 32u + UPS - 1u) / UPS;
+  let s_begin = ks * steps / KSPLIT;
+  let s_end = (ks + 1u) * steps / KSPLIT;
   var next: array<Staged, 2>;  // 128 UPS units per step: SPT per thread
-  for (var k = 0u; k < SPT; k++) { next[k] = stage(0u, lid + 256u * k, rt, t0, n_tokens); }
-  for (var s = 0u; s < steps; s++) {
+  for (var k = 0u; k < SPT; k++) { next[k] = stage(s_begin, lid + 256u * k, rt, t0, n_tokens); }
+  for (var s = s_begin; s < s_end; s++) {
     for (var k = 0u; k < SPT; k++) { put(lid + 256u * k, next[k]); }
     workgroupBarrier();
-    if (s + 1u < steps) {
+    if (s + 1u < s_end) {
       for (var k = 0u; k < SPT; k++) { next[k] = stage(s + 1u, lid + 256u * k, rt, t0, n_tokens); }
     }
     for (var uu = 0u; uu < UPS; uu++) {
@@ -136,6 +140,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   for (var m = 0u; m < 4u; m++) {
     let t = t0 + tt + 16u * m;
-    if (t < n_tokens) { store_token(&acc, m, t, rt, tr); }
+    if (t >= n_tokens) { continue; }
+    if (KSPLIT > 1u) {
+      store_partial(&acc, m, t, rt, tr, ks, n_tokens);
+    } else {
+      store_token(&acc, m, t, rt, tr);
+    }
   }
 }

@@ -16,3 +16,15 @@ fn store_token(acc: ptr<function, array<vec4f, 4>>, m: u32, t: u32, rt: u32, tr:
     }
   }
 }
+// With KSPLIT > 1 the column goes to the partials scratch bound as y instead: part[ks][t][vrow], vrow
+// over the ROWS rows, or GATED the ROWS gate rows then the ROWS up rows (no SiLU: it does not distribute
+// over the sum); gemm_reduce.wgsl adds the KSPLIT partials and writes y.
+fn store_partial(acc: ptr<function, array<vec4f, 4>>, m: u32, t: u32, rt: u32, tr: u32, ks: u32, n_tokens: u32) {
+  let base = (ks * n_tokens + t) * select(ROWS, 2u * ROWS, GATED);
+  for (var j = 0u; j < 4u; j++) {
+    // acc[j] is row 4 tr + j, or gated: gate (j < 2) / up (j >= 2) of real row 2 tr + j % 2
+    var r = rt * 64u + 4u * tr + j;
+    if (GATED) { r = rt * 32u + 2u * tr + j % 2u; }
+    if (r < ROWS) { y[base + select(0u, ROWS, GATED && j >= 2u) + r] = (*acc)[j][m]; }
+  }
+}

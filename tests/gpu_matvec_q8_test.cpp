@@ -317,9 +317,13 @@ TEST_P(Int8GemmTest, PlainAndGatedMatchCpuTwin) {
   EncodedMatrix w(type, 70, cols, 71), gate(type, 38, cols, 72), up(type, 38, cols, 73);
   Matrix plain = upload_matrix(device(), "test.w", {&w.view});
   Matrix gated = upload_gated(device(), "test.gate_up", gate.view, up.view);
+  gpu::Buffer scratch = device().buffer("test.gemm_part", 3ull * 130 * 2 * 70 * 4);
   for (uint32_t T : {65u, 130u}) {
     std::vector<float> x = random_vec((size_t)T * cols, 74 + T);
     const std::vector<float> xq = ref::quantize_q8(x);
+    // ksplit 3: K in three uneven ranges of 4-unit steps (2 of 5 for the block-32 types) written as
+    // partials, then gemm_reduce.wgsl.
+    for (uint32_t ksplit : {0u, 3u})
     for (bool is_gated : {false, true}) {
       const std::vector<float> want = is_gated ? ref::gated_matmul(gate.ref(), up.ref(), xq) : ref::matmul(w.ref(), xq);
       gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.y", want.size() * 4);
@@ -329,12 +333,14 @@ TEST_P(Int8GemmTest, PlainAndGatedMatchCpuTwin) {
       GraphBuilder b(k, g, step);
       b.use_q8_x(xqb, xs, T);
       b.use_q8_gemm(true);
+      if (ksplit) b.use_split_k(scratch, 64, ksplit);
       b.matmul(y, xb, is_gated ? gated : plain);
       ASSERT_EQ(g.ops.size(), 2u);
-      EXPECT_EQ(g.ops[1].variant(T), Variant::Main);
+      EXPECT_EQ(g.ops[1].variant(T), ksplit ? Variant::Split : Variant::Main);
       EXPECT_EQ(g.ops[1].role, std::string("gemm_q8_") + weight_snippet(type).substr(7));
       run(g, 0, T);
-      EXPECT_LT(nmse(read(y, want.size()), want), 1e-9) << type_name(type) << (is_gated ? " gated" : " plain") << " T=" << T;
+      EXPECT_LT(nmse(read(y, want.size()), want), 1e-9) << type_name(type) << (is_gated ? " gated" : " plain") << " T=" << T
+                                                       << " ksplit " << ksplit;
     }
   }
 }

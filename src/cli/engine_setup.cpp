@@ -27,7 +27,7 @@ void EngineOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("-c,--ctx", ctx, "context size in tokens (default: the model's, at most 4096)");
   app.add_option("--gpu", gpu, "adapter: auto (discrete GPU if present), discrete, cpu")
       ->check(CLI::IsMember({"auto", "discrete", "cpu"}));
-  app.add_option("--chunk", chunk, "prefill chunk size in tokens")->check(CLI::Range(1, 512));
+  app.add_option("--chunk", chunk, "prefill chunk size in tokens")->check(CLI::Range(1, 4096));
 }
 
 Engine load_engine(const EngineOptions& o, bool quiet) {

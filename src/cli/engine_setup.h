@@ -15,7 +15,7 @@ struct EngineOptions {
   std::string model;          // .gguf file or Hugging Face directory; empty: the embedded default model
   uint32_t ctx = 0;           // KV capacity in tokens; 0: the model's training context, at most 4096
   std::string gpu = "auto";   // auto | discrete | cpu
-  uint32_t chunk = 512;       // prefill chunk (tokens per pass; llama.cpp's default micro-batch too)
+  uint32_t chunk = 1024;      // prefill chunk, tokens per pass (H200: 1024-token prompts +9% in one pass than in two)
   bool timestamps = false;    // request GPU timestamp queries (for profiling)
   uint32_t sequences = 1;     // sequences that may hold a full context at once (the server's slots)
   uint32_t kv_tokens = 0;     // KV cache size shared by all sequences; 0: ctx x sequences

@@ -76,7 +76,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
         rec.dispatch(*d.few, d.few_group, d.few_blocks * ((n_tokens + d.few_tokens - 1) / d.few_tokens), 1,
                      d.few_role, d.bytes);
         continue;
-      case Variant::Split:  // n_tokens <= 64: one token tile
+      case Variant::Split:
         rec.dispatch(*d.split, d.split_group, d.ksplit * d.a * tiles, 1, d.split_role, d.bytes);
         rec.dispatch(*d.reduce, d.reduce_group, d.reduce_blocks * n_tokens, 1, "gemm_reduce");
         continue;
@@ -235,8 +235,9 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       std::map<std::string, double> gc = c;
       // Four units per step need 22.5 KB of workgroup memory (every desktop GPU has 32+; WebGPU's floor is 16).
       gc["UPS"] = k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 ? 4 : 2;
-      add({"gemm_q8", {{"WEIGHT", snippet}, {"DOT", "dotq8_" + snippet.substr(7)}}, gc}, {y, *xq_, p.buf, *xs_, *step_},
-          Grid::GemmTiles, row_tiles, 0, p.buf.size());
+      const gpu::KernelKey key{"gemm_q8", {{"WEIGHT", snippet}, {"DOT", "dotq8_" + snippet.substr(7)}}, gc};
+      add(key, {y, *xq_, p.buf, *xs_, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
+      if (split_scratch_) add_q8_split_k(y, p, w, key, row_tiles, q8_max);
     } else {
       add({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
       if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
@@ -367,18 +368,54 @@ void GraphBuilder::add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const
   c["KSPLIT"] = ksplit;
   const std::string snippet = weight_snippet(p.type);
   const gpu::Pipeline& split = k_.get({"gemm", {{"WEIGHT", snippet}}, c});
-  std::map<std::string, double> rc = {{"ROWS", p.rows}, {"KSPLIT", ksplit}, {"Y_OFFSET", p.row0},
-                                      {"Y_STRIDE", c.at("Y_STRIDE")}};
-  if (w.gated) rc["GATED"] = 1;
-  const gpu::Pipeline& reduce = k_.get({"gemm_reduce", {}, rc});
   Dispatch& d = g_.ops.back();
   d.split = &split;  // binds the scratch where the unsplit kernel binds y
   d.split_group = k_.device().bind(split, {*split_scratch_, x, p.buf, *step_}, "gemm_split:" + y.label());
+  d.ksplit = ksplit, d.split_max = split_max_;
+  add_reduce(y, p, w, c.at("Y_STRIDE"), ksplit);
+  d.split_role = "gemm_split_" + snippet.substr(7);
+}
+
+// gemm_reduce.wgsl after the split variant of the gemm dispatch just added.
+void GraphBuilder::add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride,
+                              uint32_t ksplit) {
+  std::map<std::string, double> rc = {{"ROWS", p.rows}, {"KSPLIT", ksplit}, {"Y_OFFSET", p.row0}, {"Y_STRIDE", y_stride}};
+  if (w.gated) rc["GATED"] = 1;
+  const gpu::Pipeline& reduce = k_.get({"gemm_reduce", {}, rc});
+  Dispatch& d = g_.ops.back();
   d.reduce = &reduce;
   d.reduce_group = k_.device().bind(reduce, {y, *split_scratch_, *step_}, "gemm_reduce:" + y.label());
-  d.ksplit = ksplit, d.split_max = split_max_;
   d.reduce_blocks = (p.rows + kReduceRows - 1) / kReduceRows;
-  d.split_role = "gemm_split_" + snippet.substr(7);
+}
+
+// gemm_q8.wgsl's split-K variant, for passes of up to kQ8SplitMaxTokens tokens (8 token tiles). Its grid
+// is row tiles x token tiles, and a grid just over a multiple of what the GPU runs at once leaves most
+// of it idle in the last wave: the H200 runs kQ8GemmSlots workgroups at once (132 SMs x 2), so
+// Qwen3-4B's 40-tile attn_output and ffn_down (320 workgroups at 512 tokens) fill 61% of their two
+// waves. K in two halves (partials, then gemm_reduce.wgsl) fills 81% of three; that is taken where it
+// fills kQ8SplitGain more than the unsplit grid. On the H200 (bench/EXPERIMENTS.md) two halves on the
+// 4B's 512-token prefill gained 5-6%, four lost 2% against two, and splitting Llama-3.2-1B's matrices
+// whose 256 workgroups already fill one wave lost 3%.
+void GraphBuilder::add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w,
+                                  const gpu::KernelKey& key, uint32_t row_tiles, uint32_t max_tokens) {
+  const uint32_t split_max = std::min(max_tokens, kQ8SplitMaxTokens);
+  if (split_max <= kQ8MatvecMaxTokens) return;  // shorter passes take the token-group matvec
+  const uint32_t groups = row_tiles * ((split_max + 63) / 64);
+  const uint32_t steps = (w.cols / 32 + (uint32_t)key.constants.at("UPS") - 1) / (uint32_t)key.constants.at("UPS");
+  auto filled = [](uint64_t g) { return (double)g / (((g + kQ8GemmSlots - 1) / kQ8GemmSlots) * kQ8GemmSlots); };
+  uint32_t ksplit = filled(2 * groups) > filled(groups) + kQ8SplitGain ? 2 : 1;
+  if (split_force_) ksplit = std::min(split_force_, steps);  // tests: any split, uneven ranges too
+  const uint64_t need = (uint64_t)ksplit * ((split_max + 63) / 64) * 64 * (w.gated ? 2ull * p.rows : p.rows) * 4;
+  if (ksplit < 2 || need > split_scratch_->size()) return;
+  gpu::KernelKey sk = key;
+  sk.constants["KSPLIT"] = ksplit;
+  const gpu::Pipeline& split = k_.get(sk);
+  Dispatch& d = g_.ops.back();
+  d.split = &split;
+  d.split_group = k_.device().bind(split, {*split_scratch_, *xq_, p.buf, *xs_, *step_}, "gemm_q8_split:" + y.label());
+  d.ksplit = ksplit, d.split_max = split_max;
+  d.split_role = d.role + "_split";
+  add_reduce(y, p, w, key.constants.at("Y_STRIDE"), ksplit);
 }
 
 void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,

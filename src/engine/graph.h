@@ -49,9 +49,9 @@ struct Dispatch {
   gpu::BindGroup few_group;
   uint32_t few_blocks = 0, few_tokens = 0, few_max = 0;
   std::string few_role;
-  // Split-K GEMM for passes of 2..split_max tokens on matrices of few row tiles: `split` (gemm with
-  // KSPLIT = ksplit, a x ksplit groups) writes partial sums to the shared scratch, then `reduce`
-  // (reduce_blocks groups per token) adds them into y.
+  // Split-K GEMM for passes of up to split_max tokens on matrices of few row tiles: `split` (gemm or
+  // gemm_q8 with KSPLIT = ksplit, a x ksplit groups per token tile) writes partial sums to the shared
+  // scratch, then `reduce` (reduce_blocks groups per token) adds them into y.
   const gpu::Pipeline* split = nullptr;
   gpu::BindGroup split_group;
   const gpu::Pipeline* reduce = nullptr;
@@ -109,9 +109,9 @@ class GraphBuilder {
   // Later dispatches read this step buffer (the LM head of one token uses a separate one).
   void use_step(const gpu::Buffer& step) { step_ = &step; }
   // Passes of up to max_tokens (<= 64: one token tile) tokens split K on matrices with too few row
-  // tiles to fill the GPU. scratch (split_k_scratch_bytes(max_tokens)) holds the partials; all later
-  // matmuls share it, which is safe as the dispatches of a pass run in order. ksplit: force this split
-  // on every matrix (tests); 0: choose_ksplit's rule.
+  // tiles to fill the GPU (gemm_q8's split: add_q8_split_k). scratch (split_k_scratch_bytes(max_tokens))
+  // holds the partials; all later matmuls share it, which is safe as the dispatches of a pass run in
+  // order. ksplit: force this split on every matrix (tests); 0: choose_ksplit's rule.
   void use_split_k(const gpu::Buffer& scratch, uint32_t max_tokens, uint32_t ksplit = 0);
   // Matmuls on quantized weights (q8_x_type) in passes of up to max_tokens tokens first quantize x to
   // int8 units (quantize_q8.wgsl, or the kernel that produced x) in xq (max_tokens * cols bytes) and
@@ -133,10 +133,16 @@ class GraphBuilder {
   // attention_decode.wgsl (q_in_rope.wgsl) and skip the rope_kv dispatch that the attention follows.
   void use_rope_in_decode(bool on) { rope_in_decode_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
+  // gemm_q8.wgsl's split-K variant (add_q8_split_k): passes of up to kQ8SplitMaxTokens.
+  static constexpr uint32_t kQ8SplitMaxTokens = 512, kQ8GemmSlots = 264;
+  static constexpr double kQ8SplitGain = 0.1;
   static constexpr uint32_t kSplitMaxTokens = 64;  // the GEMM's token tile
   static uint64_t split_k_scratch_bytes(uint32_t max_tokens);
   // Groups per tile along K for a matrix of row_tiles tiles and `units` 32-column steps; 1: no split.
   static uint32_t choose_ksplit(uint32_t row_tiles, uint32_t units);
+  void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
+  void add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, const gpu::KernelKey& key,
+                      uint32_t row_tiles, uint32_t max_tokens);
 
   void embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table);
   void rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps);
