@@ -11,6 +11,8 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/npy.h"
 
 namespace fs = std::filesystem;
@@ -129,4 +131,27 @@ TEST(Cli, BadInputsGiveOneLineAndExit1) {
   expect_clean_error(run_ztvm("run -m " + kStories + "stories260K-f32.gguf --ctx 8 -p 'Once upon a time there was a girl named Lily' -n 4"),
                      "context");
   fs::remove_all(tmp);
+}
+
+// `ztvm bench`: runs, verifies and reports (JSON too); --knockout leaves a kernel role's dispatches
+// out and says how many, and a role that matches nothing is an error rather than a silent no-op.
+TEST(Cli, BenchReportsAndKnocksOutRoles) {
+  const std::string m = kStories + "stories260K-Q4_0.gguf";
+  fs::path json = fs::temp_directory_path() / "ztvm_bench.json";
+  CliRun r = run_ztvm("bench -m " + m + " -p 8 -n 8 -r 2 --warmup 0 --json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("TTFT"), std::string::npos) << r.out;
+  nlohmann::json j = nlohmann::json::parse(read_file(json.string()));
+  EXPECT_GT(j.at("ttft_ms").get<double>(), 0);
+  EXPECT_GT(j.at("decode_tps").get<double>(), 0);
+  EXPECT_EQ(j.at("tokens").size(), 8u);
+  EXPECT_TRUE(j.at("knockout").empty());
+
+  r = run_ztvm("bench -m " + m + " -p 8 -n 8 -r 2 --warmup 0 --knockout matvec_q8_q4_0 --json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("dispatches per run left out"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(read_file(json.string())).at("knockout")[0], "matvec_q8_q4_0");
+  fs::remove(json);
+
+  expect_clean_error(run_ztvm("bench -m " + m + " -p 8 -n 8 -r 1 --knockout no_such_role"), "knocked-out role");
 }

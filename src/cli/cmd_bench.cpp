@@ -32,6 +32,10 @@ static int run_bench(int argc, char** argv) {
   app.add_option("-d,--depth", depth, "tokens already in the KV cache before the prompt (long-context decode)");
   app.add_option("--json", json_out, "write results as JSON to this file");
   app.add_flag("--profile", profile, "after the runs, time every kernel with GPU timestamps (prefill, then decode)");
+  std::vector<std::string> knockout;
+  app.add_option("--knockout", knockout,
+                 "leave every dispatch of this kernel role (a --profile row) out: the output is wrong, the time "
+                 "saved is what the role costs in the stream");
   CLI11_PARSE(app, argc, argv);
   eo.timestamps = profile;
   if (eo.ctx == 0) eo.ctx = depth + n_prompt + n_gen + 1;
@@ -52,6 +56,7 @@ static int run_bench(int argc, char** argv) {
   std::vector<int32_t> full = context;
   full.insert(full.end(), prompt.begin(), prompt.end());
 
+  e.device->set_knockout({knockout.begin(), knockout.end()});
   std::vector<double> ttft, decode_tps, total_tps, prefill_tps, encode_us, wait_us;
   std::vector<int32_t> first_tokens;
   for (uint32_t r = 0; r < warmup + runs; r++) {
@@ -79,6 +84,11 @@ static int run_bench(int argc, char** argv) {
   }
   const double bytes = (double)e.forward->weights().bytes_per_token();
   const double dec = median(decode_tps);
+  if (!knockout.empty()) {
+    if (e.device->knocked_out() == 0) throw std::runtime_error("bench: no dispatch has a knocked-out role (see --profile for the roles)");
+    std::printf("knockout: %.1f dispatches per run left out; the output is not the model's\n",
+                (double)e.device->knocked_out() / (warmup + runs));
+  }
   std::printf("model %s | prompt %u (depth %u) | gen %u | runs %u\n", e.model->path.c_str(), n_prompt, depth, n_gen, runs);
   std::printf("TTFT %.2f ms | prefill %.1f tok/s | decode %.1f tok/s | total %.1f tok/s | decode %.1f GB/s (%.1f MB/token)\n",
               median(ttft), median(prefill_tps), dec, median(total_tps), bytes * dec / 1e9, bytes / 1e6);
@@ -115,6 +125,7 @@ static int run_bench(int argc, char** argv) {
                         {"host_encode_us_per_token", median(encode_us)},
                         {"host_wait_us_per_token", median(wait_us)},
                         {"raw", {{"ttft_ms", ttft}, {"decode_tps", decode_tps}, {"total_tps", total_tps}}},
+                        {"knockout", knockout},  // non-empty: timing only, the tokens are not the model's
                         {"tokens", first_tokens}};
     std::ofstream(json_out) << j.dump(2) << "\n";
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -147,6 +148,15 @@ class Device {
   // While set, Recorders time every dispatch (see profiler.h).
   void set_profiler(class Profiler* p) { profiler_ = p; }
   class Profiler* profiler() const { return profiler_; }
+  // Knockouts (`ztvm bench --knockout`): Recorders leave out every dispatch of these kernel roles, so
+  // the output is wrong and the time saved is what the role costs in the stream; counts those left out.
+  void set_knockout(std::set<std::string> roles) { knockout_ = std::move(roles), knocked_out_ = 0; }
+  bool knock_out(const std::string& role) {
+    if (knockout_.empty() || !knockout_.count(role)) return false;
+    knocked_out_++;
+    return true;
+  }
+  uint64_t knocked_out() const { return knocked_out_; }
 
  private:
   static void on_uncaptured_error(const WGPUDevice*, uint32_t type, WGPUStringView msg, void* self, void*);
@@ -165,6 +175,8 @@ class Device {
   std::atomic<bool> lost_{false};
   bool timestamps_ = false;
   class Profiler* profiler_ = nullptr;
+  std::set<std::string> knockout_;
+  uint64_t knocked_out_ = 0;
 };
 
 std::string to_string(WGPUStringView v);

@@ -97,7 +97,7 @@ void Recorder::end_pass() {
 
 void Recorder::dispatch(const Pipeline& p, const BindGroup& g, uint32_t groups_x, uint32_t groups_y,
                         const std::string& role, uint64_t bytes) {
-  if (groups_x == 0 || groups_y == 0) return;
+  if (groups_x == 0 || groups_y == 0 || dev_.knock_out(role)) return;
   if (groups_x > max_dim_) {  // fold into 2-D: the kernel reads the flat index back
     if (groups_y != 1) throw GpuError("dispatch of '" + p.label() + "' too large in both dimensions");
     groups_y = (groups_x + max_dim_ - 1) / max_dim_;
