@@ -37,9 +37,10 @@ fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   var wu = w_load(row_byte, u);
   return w_dot_x(&wu, xu);
 }
-// For gemm_q8.wgsl, which keeps units in workgroup memory: the unit's float, its codes as staged there
-// (signed, q - 8 in each byte: 120 + q never carries, and flipping the top bit takes 128 off), and the
-// dot from the integer half-sums and the token's (d, s, s of elements 0..15): the offset is in the codes.
+// For gemm_q8.wgsl, which keeps units in workgroup memory: the unit's floats, its codes as staged
+// there, and the dot from the integer half-sums and the token's (d, d x sum of q). The GEMM stages
+// signed codes, q - 8 in each byte (120 + q never carries, and flipping the top bit takes 128 off), so
+// the offset costs no float work per (row, token) pair.
 fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.d, 0.0); }
 fn w_gemm_codes(c: vec4u) -> vec4u { return (c + vec4u(0x78787878u)) ^ vec4u(0x80808080u); }
-fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 { return f.x * x.x * f32(lo + hi); }
+fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec2f) -> f32 { return f.x * x.x * f32(lo + hi); }

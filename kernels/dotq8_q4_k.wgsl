@@ -31,4 +31,4 @@ fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
 // For gemm_q8.wgsl (see dotq8_q4_0.wgsl).
 fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.scale, wu.minv); }
 fn w_gemm_codes(c: vec4u) -> vec4u { return c; }
-fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 { return x.x * (f.x * f32(lo + hi) - f.y * x.y); }
+fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec2f) -> f32 { return f.x * x.x * f32(lo + hi) - f.y * x.y; }

@@ -27,11 +27,7 @@ fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
   var wu = w_load(row_byte, u);
   return w_dot_x(&wu, xu);
 }
-// For gemm_q8.wgsl (see dotq8_q4_0.wgsl).
+// For gemm_q8.wgsl (see dotq8_q4_0.wgsl): signed codes, q - 32 in each byte (96 + q never carries).
 fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.s0, wu.s1); }
-fn w_gemm_codes(c: vec4u) -> vec4u { return c; }
-fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec3f) -> f32 {
-  let x0 = i32(x.z);
-  let x1 = i32(x.y) - x0;
-  return x.x * (f.x * f32(lo - 32 * x0) + f.y * f32(hi - 32 * x1));
-}
+fn w_gemm_codes(c: vec4u) -> vec4u { return (c + vec4u(0x60606060u)) ^ vec4u(0x80808080u); }
+fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec2f) -> f32 { return x.x * (f.x * f32(lo) + f.y * f32(hi)); }

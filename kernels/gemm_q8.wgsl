@@ -28,14 +28,14 @@ override KSPLIT: u32 = 1u;    // groups per tile along K, as in gemm.wgsl (parti
 // so the global loads' latency hides behind the dot products. Codes live in separate lo/hi arrays:
 // the 16 tokens a warp reads are then 256 contiguous bytes.
 // (64 x 128 tiles, 8 tokens per thread: +4% on a 1B model, -1% on a 4B one, on the H200.)
-override UPS: u32 = 4u;  // units per step: 4, or 2 where workgroup memory is under 22.5 KB (GraphBuilder)
+override UPS: u32 = 4u;  // units per step: 4, or 2 where workgroup memory is under 20 KB (GraphBuilder)
 override SPT: u32 = UPS / 2u;                     // units each thread stages per step (at most 2)
 var<workgroup> wlo: array<vec4u, 64u * UPS>;      // [unit][64 virtual rows]: codes 0..15 as bytes
 var<workgroup> whi: array<vec4u, 64u * UPS>;      // codes 16..31
 var<workgroup> wf: array<vec2f, 64u * UPS>;       // the unit's floats (w_floats)
 var<workgroup> xlo: array<vec4u, 64u * UPS>;      // [unit][64 tokens]
 var<workgroup> xhi: array<vec4u, 64u * UPS>;
-var<workgroup> xf: array<vec3f, 64u * UPS>;       // (d, sum of q, sum of q over 0..15)
+var<workgroup> xf: array<vec2f, 64u * UPS>;       // (d, d x sum of q)
 
 fn real_row(tile: u32, v: u32) -> u32 {
   if (GATED) { return tile * 32u + (v % 32u); }
@@ -54,18 +54,18 @@ fn dot16(a: vec4u, b: vec4u) -> i32 {
 struct Staged {
   lo: vec4u,
   hi: vec4u,
-  f: vec3f,
+  f: vec2f,
 }
 // Unit i of step s's tile: weight units first ([unit][row]), then x units ([unit][token]); zeros past
 // the matrix, the pass or the row (they add nothing).
 fn stage(s: u32, i: u32, rt: u32, t0: u32, n_tokens: u32) -> Staged {
-  var st = Staged(vec4u(0u), vec4u(0u), vec3f(0.0));
+  var st = Staged(vec4u(0u), vec4u(0u), vec2f(0.0));
   if (i < 64u * UPS) {
     let u = s * UPS + i / 64u;
     let r = real_row(rt, i % 64u);
     if (u < COLS / 32u && r < ROWS) {
       let wu = w_load((r + select(0u, ROWS, GATED && i % 64u >= 32u)) * w_row_bytes(), u);
-      st = Staged(w_gemm_codes(wu.lo), w_gemm_codes(wu.hi), vec3f(w_floats(wu), 0.0));
+      st = Staged(w_gemm_codes(wu.lo), w_gemm_codes(wu.hi), w_floats(wu));
     }
   } else {
     let j = i - 64u * UPS;
@@ -73,7 +73,7 @@ fn stage(s: u32, i: u32, rt: u32, t0: u32, n_tokens: u32) -> Staged {
     let t = t0 + j % 64u;
     if (u < COLS / 32u && t < n_tokens) {
       let xu = x_unit(t, u);
-      st = Staged(xu.lo, xu.hi, vec3f(xu.d, xu.s, f32(dot16(xu.lo, vec4u(0x01010101u)))));
+      st = Staged(xu.lo, xu.hi, vec2f(xu.d, xu.d * xu.s));
     }
   }
   return st;
@@ -82,7 +82,7 @@ fn put(i: u32, st: Staged) {
   if (i < 64u * UPS) {
     wlo[i] = st.lo;
     whi[i] = st.hi;
-    wf[i] = st.f.xy;
+    wf[i] = st.f;
   } else {
     let j = i - 64u * UPS;
     xlo[j] = st.lo;
@@ -130,9 +130,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         let t = uu * 64u + tt + 16u * m;
         let xl = xlo[t];
         let xh = xhi[t];
-        let x3 = xf[t];
+        let x2 = xf[t];
         for (var j = 0u; j < 4u; j++) {
-          acc[j][m] += w_combine(wff[j], dot16(wl[j], xl), dot16(wh[j], xh), x3);
+          acc[j][m] += w_combine(wff[j], dot16(wl[j], xl), dot16(wh[j], xh), x2);
         }
       }
     }

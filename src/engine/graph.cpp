@@ -15,8 +15,8 @@ namespace ztvm {
 // Qwen3-4B 35-token prompt (its 304-tile gate|up now splits too) and by 1.5% on Llama-3.2-1B.
 static constexpr uint32_t kSplitBelowTiles = 528, kSplitGroups = 2048, kSplitMinUnits = 4, kSplitMaxK = 32;
 static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
-// gemm_q8.wgsl's workgroup memory per unit of a step: 64 weight units of 40 bytes, 64 x units of 48.
-static constexpr uint32_t kGemmQ8StepBytes = 64 * 40 + 64 * 48;
+// gemm_q8.wgsl's workgroup memory per unit of a step: 64 weight units and 64 x units of 40 bytes.
+static constexpr uint32_t kGemmQ8StepBytes = 64 * 40 + 64 * 40;
 // Passes of kAttnBlockedMinTokens+ tokens: attention workgroups of kAttnRows query rows, up to
 // kAttnBlockHeads heads of a KV head x tokens (H200: 4 x 2 beat 1 x 8; prefill-1024 +17%).
 static constexpr uint32_t kAttnRows = 8, kAttnBlockHeads = 4, kAttnBlockedMinTokens = 2;
@@ -233,7 +233,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     const std::string snippet = weight_snippet(p.type);
     if (int8_x && q8_gemm_ && q8_max > kQ8MatvecMaxTokens) {  // long passes: the int8 GEMM
       std::map<std::string, double> gc = c;
-      // Four units per step need 22.5 KB of workgroup memory (every desktop GPU has 32+; WebGPU's floor is 16).
+      // Four units per step need 20 KB of workgroup memory (every desktop GPU has 32+; WebGPU's floor is 16).
       gc["UPS"] = k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 ? 4 : 2;
       const gpu::KernelKey key{"gemm_q8", {{"WEIGHT", snippet}, {"DOT", "dotq8_" + snippet.substr(7)}}, gc};
       add(key, {y, *xq_, p.buf, *xs_, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
