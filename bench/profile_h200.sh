@@ -3,7 +3,8 @@
 # packed into .cache/ab. Run through the device tool with carry [".gl", ".cache/ab"]:
 #   MODELS="qwen3-4b:Q4_0" ARGS="-p 35 -n 64 -r 1" bash bench/profile_h200.sh
 # Writes $OUT/profile-<shape>-<quant>.txt. The timestamps add a few microseconds per dispatch, so the
-# roles' shares are what to read, not the token rate.
+# roles' shares are what to read, not the token rate. PROFILE=--profile-pipelines: a row per pipeline
+# (each matrix shape apart: a prefill's q, o, gate|up and down GEMMs) instead of per role.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d /usr/local/nvidia ] && source bench/gpu_env.sh
@@ -21,5 +22,5 @@ for m in $MODELS; do
   f="$M/$shape-$quant.gguf"
   [ -f "$f" ] || "$A/new/ztvm" synth --shape "$shape" --type "$quant" --vocab "$A/vocab/ggml-vocab-$v.gguf" -o "$f" >/dev/null
   # shellcheck disable=SC2086  # ARGS is a word list on purpose
-  "$A/new/ztvm" bench -m "$f" $ARGS --profile > "${OUT:-/tmp}/profile-$shape-$quant.txt" 2>&1 || true
+  "$A/new/ztvm" bench -m "$f" $ARGS "${PROFILE:---profile}" > "${OUT:-/tmp}/profile-$shape-$quant.txt" 2>&1 || true
 done

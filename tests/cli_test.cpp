@@ -134,7 +134,8 @@ TEST(Cli, BadInputsGiveOneLineAndExit1) {
 }
 
 // `ztvm bench`: runs, verifies and reports (JSON too); --knockout leaves a kernel role's dispatches
-// out and says how many, and a role that matches nothing is an error rather than a silent no-op.
+// out and says how many, and a role that matches nothing is an error rather than a silent no-op;
+// --profile-pipelines times each pipeline.
 TEST(Cli, BenchReportsAndKnocksOutRoles) {
   const std::string m = kStories + "stories260K-Q4_0.gguf";
   fs::path json = fs::temp_directory_path() / "ztvm_bench.json";
@@ -154,4 +155,10 @@ TEST(Cli, BenchReportsAndKnocksOutRoles) {
   fs::remove(json);
 
   expect_clean_error(run_ztvm("bench -m " + m + " -p 8 -n 8 -r 1 --knockout no_such_role"), "knocked-out role");
+
+  // --profile-pipelines: a row per pipeline, named with its constants (each matrix shape apart).
+  r = run_ztvm("bench -m " + m + " -p 8 -n 4 -r 1 --warmup 0 --profile-pipelines");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("pipeline\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("matvec[dotq8_q4_0,weight_q4_0"), std::string::npos) << r.out;
 }

@@ -32,11 +32,14 @@ static int run_bench(int argc, char** argv) {
   app.add_option("-d,--depth", depth, "tokens already in the KV cache before the prompt (long-context decode)");
   app.add_option("--json", json_out, "write results as JSON to this file");
   app.add_flag("--profile", profile, "after the runs, time every kernel with GPU timestamps (prefill, then decode)");
+  bool by_pipeline = false;
+  app.add_flag("--profile-pipelines", by_pipeline, "--profile with a row per pipeline (each matrix shape) instead of per role");
   std::vector<std::string> knockout;
   app.add_option("--knockout", knockout,
                  "leave every dispatch of this kernel role (a --profile row) out: the output is wrong, the time "
                  "saved is what the role costs in the stream");
   CLI11_PARSE(app, argc, argv);
+  profile = profile || by_pipeline;
   eo.timestamps = profile;
   if (eo.ctx == 0) eo.ctx = depth + n_prompt + n_gen + 1;
   Engine e = load_engine(eo);
@@ -98,10 +101,10 @@ static int run_bench(int argc, char** argv) {
   if (profile) {
     Generator& gen = *e.generator;
     gen.reset();
-    gpu::Profiler prefill(*e.device);
+    gpu::Profiler prefill(*e.device, by_pipeline);
     e.device->set_profiler(&prefill);
     gen.generate(full, 1, [](int32_t) { return true; });
-    gpu::Profiler decode(*e.device);
+    gpu::Profiler decode(*e.device, by_pipeline);
     e.device->set_profiler(&decode);
     gen.generate(full, n_gen, [](int32_t) { return true; });  // the cache holds the prompt: decode steps only
     e.device->set_profiler(nullptr);

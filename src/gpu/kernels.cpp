@@ -105,7 +105,7 @@ void Recorder::dispatch(const Pipeline& p, const BindGroup& g, uint32_t groups_x
   }
   if (Profiler* prof = dev_.profiler()) {  // its own pass, timed
     end_pass();
-    WGPUPassTimestampWrites tw = prof->next(role.empty() ? p.label() : role, bytes);
+    WGPUPassTimestampWrites tw = prof->next(role.empty() || prof->by_pipeline() ? p.label() : role, bytes);
     WGPUComputePassDescriptor d{};
     d.timestampWrites = &tw;
     pass_ = wgpuCommandEncoderBeginComputePass(enc_, &d);

@@ -5,7 +5,8 @@
 
 namespace ztvm::gpu {
 
-Profiler::Profiler(Device& dev, uint32_t max_dispatches) : dev_(dev), cap_(max_dispatches) {
+Profiler::Profiler(Device& dev, bool by_pipeline, uint32_t max_dispatches)
+    : dev_(dev), by_pipeline_(by_pipeline), cap_(max_dispatches) {
   if (!dev.timestamps_enabled()) throw GpuError("profiling needs the timestamp-query feature, which this device lacks");
   WGPUQuerySetDescriptor d{};
   d.label = WGPUStringView{"profiler.queries", WGPU_STRLEN};
@@ -55,12 +56,20 @@ std::string Profiler::report(uint32_t steps) const {
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.ns > b.second.ns; });
   double all = 0;
   for (auto& r : rows) all += r.second.ns;
-  std::string out = "role                         dispatches   us/step   share     GB/s\n";
+  // Pipeline names are long: last on their line.
+  std::string out = by_pipeline_ ? "dispatches   us/step   share     GB/s  pipeline\n"
+                                 : "role                         dispatches   us/step   share     GB/s\n";
   char line[256];
   for (auto& [role, t] : rows) {
-    std::snprintf(line, sizeof line, "%-28s %10.1f %9.1f %6.1f%% %8.1f\n", role.c_str(), (double)t.count / steps,
-                  t.ns / 1e3 / steps, 100 * t.ns / all, t.ns > 0 ? t.bytes / t.ns : 0.0);
-    out += line;
+    const double n = (double)t.count / steps, us = t.ns / 1e3 / steps, share = 100 * t.ns / all;
+    const double gbps = t.ns > 0 ? t.bytes / t.ns : 0.0;
+    if (by_pipeline_) {
+      std::snprintf(line, sizeof line, "%10.1f %9.1f %6.1f%% %8.1f  ", n, us, share, gbps);
+      out += line + role + "\n";
+    } else {
+      std::snprintf(line, sizeof line, "%-28s %10.1f %9.1f %6.1f%% %8.1f\n", role.c_str(), n, us, share, gbps);
+      out += line;
+    }
   }
   std::snprintf(line, sizeof line, "%-28s %10s %9.1f\n", "total (GPU time in kernels)", "", all / 1e3 / steps);
   return out + line;

@@ -12,7 +12,10 @@ namespace ztvm::gpu {
 
 class Profiler {
  public:
-  explicit Profiler(Device& dev, uint32_t max_dispatches = 2048);  // WebGPU allows 4096 queries per set
+  // by_pipeline: rows per pipeline (kernel, snippets and constants, so each matrix shape its own)
+  // instead of per kernel role.
+  explicit Profiler(Device& dev, bool by_pipeline = false, uint32_t max_dispatches = 2048);  // 4096 queries per set
+  bool by_pipeline() const { return by_pipeline_; }
   ~Profiler();
   // Recorder hooks: the timestamp writes for the next dispatch, and the resolve before finishing.
   WGPUPassTimestampWrites next(const std::string& role, uint64_t bytes);
@@ -31,6 +34,7 @@ class Profiler {
     double ns = 0;
   };
   Device& dev_;
+  bool by_pipeline_;
   WGPUQuerySet qs_ = nullptr;
   Buffer resolve_buf_;
   uint32_t cap_;
