@@ -187,6 +187,16 @@ TEST(Kernels, SplitKWritesEachPartAtItsOffset) {
   EXPECT_LT(nmse(read(y, want.size()), want), 1e-10);
 }
 
+// gemm_q8's split (passes of 65..512 tokens): two halves only where they fill the H200's waves (264
+// workgroups at once) clearly better, on the shapes measured in bench/EXPERIMENTS.md at 512 tokens.
+TEST(Kernels, Q8SplitRuleTakesHalfEmptyWaves) {
+  EXPECT_EQ(GraphBuilder::choose_q8_ksplit(40, 512), 2u);    // Qwen3-4B attn_output, ffn_down: 320 of 528
+  EXPECT_EQ(GraphBuilder::choose_q8_ksplit(96, 512), 1u);    // its qkv: 768 of 792
+  EXPECT_EQ(GraphBuilder::choose_q8_ksplit(304, 512), 1u);   // its gate|up
+  EXPECT_EQ(GraphBuilder::choose_q8_ksplit(32, 512), 1u);    // Llama-3.2-1B attn_output, ffn_down: one full wave
+  EXPECT_EQ(GraphBuilder::choose_q8_ksplit(48, 512), 2u);    // its qkv: 384 of 528
+}
+
 // The rule on Llama-3.2-1B's prefill matrices (row tiles, units): every one the unsplit GEMM runs on
 // fewer than 4 workgroups per H200 SM (132) is split to at least 256 groups, each split keeping 4+
 // units; matrices with enough tiles (the LM head, 2004) are left alone. A forced split larger than

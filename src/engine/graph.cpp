@@ -396,14 +396,18 @@ void GraphBuilder::add_reduce(const gpu::Buffer& y, const MatrixPart& p, const M
 // fills kQ8SplitGain more than the unsplit grid. On the H200 (bench/EXPERIMENTS.md) two halves on the
 // 4B's 512-token prefill gained 5-6%, four lost 2% against two, and splitting Llama-3.2-1B's matrices
 // whose 256 workgroups already fill one wave lost 3%.
+uint32_t GraphBuilder::choose_q8_ksplit(uint32_t row_tiles, uint32_t tokens) {
+  const uint64_t groups = (uint64_t)row_tiles * ((tokens + 63) / 64);
+  auto filled = [](uint64_t g) { return (double)g / (((g + kQ8GemmSlots - 1) / kQ8GemmSlots) * kQ8GemmSlots); };
+  return filled(2 * groups) > filled(groups) + kQ8SplitGain ? 2 : 1;
+}
+
 void GraphBuilder::add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w,
                                   const gpu::KernelKey& key, uint32_t row_tiles, uint32_t max_tokens) {
   const uint32_t split_max = std::min(max_tokens, kQ8SplitMaxTokens);
   if (split_max <= kQ8MatvecMaxTokens) return;  // shorter passes take the token-group matvec
-  const uint32_t groups = row_tiles * ((split_max + 63) / 64);
   const uint32_t steps = (w.cols / 32 + (uint32_t)key.constants.at("UPS") - 1) / (uint32_t)key.constants.at("UPS");
-  auto filled = [](uint64_t g) { return (double)g / (((g + kQ8GemmSlots - 1) / kQ8GemmSlots) * kQ8GemmSlots); };
-  uint32_t ksplit = filled(2 * groups) > filled(groups) + kQ8SplitGain ? 2 : 1;
+  uint32_t ksplit = choose_q8_ksplit(row_tiles, split_max);
   if (split_force_) ksplit = std::min(split_force_, steps);  // tests: any split, uneven ranges too
   const uint64_t need = (uint64_t)ksplit * ((split_max + 63) / 64) * 64 * (w.gated ? 2ull * p.rows : p.rows) * 4;
   if (ksplit < 2 || need > split_scratch_->size()) return;

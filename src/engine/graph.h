@@ -140,6 +140,8 @@ class GraphBuilder {
   static uint64_t split_k_scratch_bytes(uint32_t max_tokens);
   // Groups per tile along K for a matrix of row_tiles tiles and `units` 32-column steps; 1: no split.
   static uint32_t choose_ksplit(uint32_t row_tiles, uint32_t units);
+  // gemm_q8's split for a matrix of row_tiles tiles in passes of `tokens` tokens: 1 or 2.
+  static uint32_t choose_q8_ksplit(uint32_t row_tiles, uint32_t tokens);
   void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
   void add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, const gpu::KernelKey& key,
                       uint32_t row_tiles, uint32_t max_tokens);
