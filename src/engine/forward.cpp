@@ -44,11 +44,17 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   const uint64_t F = 4;
   const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
   // Per-pass buffers grow with the chunk and each must fit one binding: devices with small limits
-  // (lavapipe: 128 MiB) get shorter chunks, which only costs prefill speed.
-  const uint64_t widest_row = std::max({(uint64_t)c.vocab_size, (uint64_t)c.intermediate_size,
-                                        (uint64_t)nh * max_splits * (hd + 2), (uint64_t)(nh + 2 * nkv) * hd}) * F;
-  max_chunk_ = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>(max_chunk, dev.max_binding_size() / widest_row));
+  // (lavapipe: 128 MiB) get shorter chunks, which only costs prefill speed. The split partials grow with
+  // it only where flash attention does not serve the longer passes, and the logits of every token of a
+  // pass (ztvm logits, perplexity) only up to kLogitsRows: those passes are chunked shorter instead.
+  const bool flash = GraphBuilder::flash_serves(hd, nh, nkv);
+  const uint64_t part_row = (uint64_t)nh * max_splits * (hd + 2) * F;  // one token's split partials
+  const uint64_t widest_row = std::max((uint64_t)c.intermediate_size, (uint64_t)(nh + 2 * nkv) * hd) * F;
+  const uint64_t limit = std::min(dev.max_binding_size() / widest_row, flash ? UINT32_MAX : dev.max_binding_size() / part_row);
+  max_chunk_ = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>(max_chunk, limit));
   const uint64_t T = max_chunk_;
+  logits_rows_ = (uint32_t)std::max<uint64_t>(
+      1, std::min<uint64_t>({T, kLogitsRows, dev.max_binding_size() / ((uint64_t)c.vocab_size * F)}));
   w_ = upload_weights(dev, model);
   const uint32_t n_pages = (max_context + kPage - 1) / kPage;  // page table entries of one sequence
   kv_pages_ = kv_pages ? kv_pages : n_pages;
@@ -64,7 +70,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.qkv = dev.buffer("state.qkv", T * (nh + 2 * nkv) * hd * F);
   s_.q = dev.buffer("state.q", T * nh * hd * F);
   s_.att = dev.buffer("state.att", T * nh * hd * F);
-  s_.part = dev.buffer("state.part", T * max_splits * nh * (hd + 2) * F);
+  s_.part = dev.buffer("state.part", (flash ? 1 : T) * part_row);
   s_.proj = dev.buffer("state.proj", T * d * F);
   s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
@@ -72,7 +78,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   const uint64_t widest = std::max({d, c.intermediate_size, nh * hd});  // the widest matvec input
   s_.xq = dev.buffer("state.xq", q8_tokens() * widest + 16);
   s_.xqs = dev.buffer("state.xqs", q8_tokens() * widest / 32 * 8 + 8);
-  s_.logits = dev.buffer("state.logits", T * c.vocab_size * F);
+  s_.logits = dev.buffer("state.logits", (uint64_t)logits_rows_ * c.vocab_size * F);
   s_.argmax_part = dev.buffer("state.argmax_part", GraphBuilder::kArgmaxParts * 8);
   std::vector<float> rope = rope_table(c, max_context);
   s_.rope = dev.buffer("state.rope", rope.size() * F);
@@ -153,6 +159,8 @@ void Forward::use_pages(const std::vector<uint32_t>& table) {
 
 void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index) {
   if (n_tokens == 0 || n_tokens > max_chunk_) throw std::runtime_error("pass of " + std::to_string(n_tokens) + " tokens (chunk limit " + std::to_string(max_chunk_) + ")");
+  if (head == Head::AllLogits && n_tokens > logits_rows_)
+    throw std::runtime_error("pass of " + std::to_string(n_tokens) + " tokens with all logits (limit " + std::to_string(logits_rows_) + ")");
   if (pos0 + n_tokens > max_context_)
     throw std::runtime_error("context full: " + std::to_string(pos0 + n_tokens) + " tokens exceed the context of " + std::to_string(max_context_));
   StepParams p{pos0, n_tokens, out_index, 0};

@@ -22,6 +22,7 @@ class Forward {
  public:
   static constexpr uint32_t kPage = 16;  // tokens per KV page
   static constexpr uint32_t kSplit = 128;  // KV positions per attention split
+  static constexpr uint32_t kLogitsRows = 512;  // the longest pass with every token's logits (Head::AllLogits)
 
   // max_context: positions one sequence may use. kv_pages: physical KV pages shared by all sequences
   // (0: enough for one sequence of max_context tokens, mapped by the identity page table).
@@ -45,7 +46,8 @@ class Forward {
   uint32_t max_context() const { return max_context_; }
   uint32_t max_chunk() const { return max_chunk_; }
   const gpu::Buffer& ids() const { return s_.ids; }        // [max_chunk] u32 token ids of the pass
-  const gpu::Buffer& logits() const { return s_.logits; }  // [max_chunk, vocab] f32
+  const gpu::Buffer& logits() const { return s_.logits; }  // [logits_rows, vocab] f32
+  uint32_t logits_rows() const { return logits_rows_; }     // Head::AllLogits passes are at most this long
   const gpu::Buffer& tokens() const { return s_.tokens; }  // [max_context] u32 sampled ids
   const Weights& weights() const { return *w_; }
   const Graph& graph(Head h) const { return graphs_[(int)h]; }
@@ -64,13 +66,13 @@ class Forward {
     gpu::Buffer xb;                   // [chunk, hidden] normed input of the next matmul
     gpu::Buffer qkv;                  // [chunk, (NH + 2 NKV) * HD]
     gpu::Buffer q, att;               // [chunk, NH * HD] rotated queries; attention output
-    gpu::Buffer part;                 // [chunk, NH, splits, HD + 2] split-K partials
+    gpu::Buffer part;                 // [chunk, or 1 where flash serves long passes; NH, splits, HD + 2]
     gpu::Buffer proj;                 // [chunk, hidden] output of attn_output / ffn_down
     gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up
     gpu::Buffer gemm_part;            // [KSPLIT, chunk, virtual rows] split-K GEMM partials (graph.h)
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
     gpu::Buffer xq, xqs;              // one token's matvec input as int8 units + (d, sum) per unit (graph.h)
-    gpu::Buffer logits;               // [chunk, vocab]
+    gpu::Buffer logits;               // [logits_rows, vocab]
     gpu::Buffer argmax_part;          // argmax's per-workgroup (value, index) pairs
     gpu::Buffer rope;                 // [max_context, rot/2] (cos, sin)
     gpu::Buffer pages;                // KV page table of the sequence being run (identity by default)
@@ -79,7 +81,7 @@ class Forward {
   gpu::Device& dev_;
   gpu::Kernels kernels_;
   ModelConfig cfg_;
-  uint32_t max_context_, max_chunk_, kv_pages_;
+  uint32_t max_context_, max_chunk_, kv_pages_, logits_rows_ = 1;
   std::unique_ptr<Weights> w_;
   State s_;
   Graph graphs_[4];

@@ -47,7 +47,7 @@ void Generator::check_ids(const std::vector<int32_t>& ids) const {
 std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
   check_ids(ids);
   gpu::Device& dev = fwd_.device();
-  const uint32_t vocab = fwd_.config().vocab_size, chunk = fwd_.max_chunk();
+  const uint32_t vocab = fwd_.config().vocab_size, chunk = fwd_.logits_rows();
   std::vector<float> out;
   out.reserve((size_t)ids.size() * vocab);
   cached_.clear();

@@ -464,7 +464,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
   }
   flash_.reset();
   const uint32_t fg = s.nh / s.nkv;  // a tile is the query heads of one KV head x 32 / fg tokens
-  if (s.hd % 32 == 0 && kAttnFlashRows % fg == 0) {
+  if (flash_serves(s.hd, s.nh, s.nkv)) {
     AttnDirect f{g_.ops.size() - 1,
               {"attention_flash", {{"XOUT", "x_out_none"}},
                {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", fg},
@@ -510,6 +510,10 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     decode_ = std::move(o);
   }
   rope_.reset();
+}
+
+bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
+  return hd % 32 == 0 && hd <= 128 && kAttnFlashRows % (nh / nkv) == 0;
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {

@@ -142,6 +142,9 @@ class GraphBuilder {
   static uint32_t choose_ksplit(uint32_t row_tiles, uint32_t units);
   // gemm_q8's split for a matrix of row_tiles tiles in passes of `tokens` tokens: 1 or 2.
   static uint32_t choose_q8_ksplit(uint32_t row_tiles, uint32_t tokens);
+  // Whether flash attention serves every pass of 2+ tokens for these heads (then only one-token
+  // passes, decode over splits, write split partials).
+  static bool flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv);
   void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
   void add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, const gpu::KernelKey& key,
                       uint32_t row_tiles, uint32_t max_tokens);
