@@ -66,6 +66,23 @@ TEST_P(StoriesModel, ChunkedPrefillEqualsTokenByToken) {
   EXPECT_EQ(a, b);
 }
 
+// ztvm logits / perplexity: passes with every token's logits are at most Forward::kLogitsRows long
+// (the logits buffer holds that many rows), however long the chunk; 600 ids with 1024-token chunks
+// take passes of 512 and 88 and give the logits that 64-token passes give.
+TEST(StoriesModel, AllLogitsPassesStayWithinTheLogitsRows) {
+  auto model = open_model(kDir + "stories260K-f32.gguf");
+  std::vector<int32_t> ids(600);
+  for (size_t i = 0; i < ids.size(); i++) ids[i] = i == 0 ? 1 : (int32_t)(7 + (i * 131) % 500);
+  Forward big(device(), *model, 1024, 1024), small(device(), *model, 1024, 64);
+  ASSERT_EQ(big.max_chunk(), 1024u);
+  EXPECT_EQ(big.logits_rows(), Forward::kLogitsRows);
+  std::vector<float> a = Generator(big).logits(ids), b = Generator(small).logits(ids);
+  ASSERT_EQ(a.size(), ids.size() * model->config.vocab_size);
+  EXPECT_LT(nmse(a, b), 1e-10);
+  gpu::Recorder rec(device(), "test.too_long");
+  EXPECT_THROW(big.encode(rec, Head::AllLogits, 0, Forward::kLogitsRows + 1), std::runtime_error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Encodings, StoriesModel,
                          ::testing::Values("stories260K-f32.gguf", "stories260K-Q8_0.gguf", "stories260K-Q4_0.gguf"),
                          [](const auto& info) {
