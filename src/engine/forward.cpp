@@ -78,7 +78,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   const uint64_t widest = std::max({d, c.intermediate_size, nh * hd});  // the widest matvec input
   s_.xq = dev.buffer("state.xq", q8_tokens() * widest + 16);
   s_.xqs = dev.buffer("state.xqs", q8_tokens() * widest / 32 * 8 + 8);
-  s_.logits = dev.buffer("state.logits", (uint64_t)logits_rows_ * c.vocab_size * F);
+  s_.logits = dev.buffer("state.logits", (uint64_t)c.vocab_size * F);
   s_.argmax_part = dev.buffer("state.argmax_part", GraphBuilder::kArgmaxParts * 8);
   std::vector<float> rope = rope_table(c, max_context);
   s_.rope = dev.buffer("state.rope", rope.size() * F);
@@ -92,7 +92,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
     s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", kv_bytes));
     s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", kv_bytes));
   }
-  for (Head h : {Head::None, Head::LastSample, Head::LastRandom, Head::AllLogits}) build(h, graphs_[(int)h]);
+  for (Head h : {Head::None, Head::LastSample, Head::LastRandom}) graph(h);
   dev.wait_idle();
 }
 
@@ -130,7 +130,7 @@ void Forward::build(Head head, Graph& graph) {
     g.add_rmsnorm(s.xb, s.x_a, s.x_b, s.proj, next_norm, d, eps);  // x = x' + proj; xb = rmsnorm(x) * next norm
   }
   if (head == Head::AllLogits) {
-    g.matmul(s.logits, s.xb, w.lm_head());                    // logits[t] = W_out xb[t]
+    g.matmul(s.logits_all, s.xb, w.lm_head());                // logits[t] = W_out xb[t]
   } else if (head == Head::LastSample || head == Head::LastRandom) {
     g.copy_last_row(s.x_last, s.xb, d);                       // the last token only
     g.use_step(s.step_last);
@@ -167,7 +167,17 @@ void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_to
   StepParams last{pos0 + n_tokens - 1, 1, out_index, 0};
   dev_.write(s_.step, &p, sizeof p);
   dev_.write(s_.step_last, &last, sizeof last);
-  graphs_[(int)head].encode(rec, pos0, n_tokens);
+  graph(head).encode(rec, pos0, n_tokens);
+}
+
+const Graph& Forward::graph(Head h) {
+  if (!built_[(int)h]) {
+    if (h == Head::AllLogits)
+      s_.logits_all = dev_.buffer("state.logits_all", (uint64_t)logits_rows_ * cfg_.vocab_size * 4);
+    build(h, graphs_[(int)h]);
+    built_[(int)h] = true;
+  }
+  return graphs_[(int)h];
 }
 
 }  // namespace ztvm

@@ -46,11 +46,13 @@ class Forward {
   uint32_t max_context() const { return max_context_; }
   uint32_t max_chunk() const { return max_chunk_; }
   const gpu::Buffer& ids() const { return s_.ids; }        // [max_chunk] u32 token ids of the pass
-  const gpu::Buffer& logits() const { return s_.logits; }  // [logits_rows, vocab] f32
+  // The logits of the last Head::AllLogits pass, [logits_rows, vocab] f32 (made with that graph, on its
+  // first use: generation needs only the last token's row).
+  const gpu::Buffer& logits() const { return s_.logits_all; }
   uint32_t logits_rows() const { return logits_rows_; }     // Head::AllLogits passes are at most this long
   const gpu::Buffer& tokens() const { return s_.tokens; }  // [max_context] u32 sampled ids
   const Weights& weights() const { return *w_; }
-  const Graph& graph(Head h) const { return graphs_[(int)h]; }
+  const Graph& graph(Head h);  // built on first use for Head::AllLogits
   gpu::Device& device() { return dev_; }
 
  private:
@@ -72,7 +74,8 @@ class Forward {
     gpu::Buffer gemm_part;            // [KSPLIT, chunk, virtual rows] split-K GEMM partials (graph.h)
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
     gpu::Buffer xq, xqs;              // one token's matvec input as int8 units + (d, sum) per unit (graph.h)
-    gpu::Buffer logits;               // [logits_rows, vocab]
+    gpu::Buffer logits;               // [vocab] the last token's, for the sampler
+    gpu::Buffer logits_all;           // [logits_rows, vocab] every token's (Head::AllLogits, made on first use)
     gpu::Buffer argmax_part;          // argmax's per-workgroup (value, index) pairs
     gpu::Buffer rope;                 // [max_context, rot/2] (cos, sin)
     gpu::Buffer pages;                // KV page table of the sequence being run (identity by default)
@@ -85,6 +88,7 @@ class Forward {
   std::unique_ptr<Weights> w_;
   State s_;
   Graph graphs_[4];
+  bool built_[4] = {};
 };
 
 // (cos, sin) of pos * theta_i for i < rot/2, with Llama-3 style per-frequency divisors when given.
