@@ -13,11 +13,7 @@
 # Output: one line per (round, model, bench, side) on stdout and in $OUT/ab.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -d /usr/local/nvidia ] && source bench/gpu_env.sh  # elsewhere (a dry run here) whatever Vulkan is installed
-A=.cache/ab
-export LD_LIBRARY_PATH=$PWD/$A
-for f in "$A"/*/ztvm.gz "$A/libwebgpu_wrapper.so.gz"; do [ -f "$f" ] && gunzip -f "$f"; done  # ab_prepare.sh packs them
-chmod +x "$A"/*/ztvm 2>/dev/null || true
+source bench/ab_unpack.sh  # $A: the packed builds, unpacked
 MODELS=${MODELS:-"llama-3.2-1b:Q4_0 qwen3-4b:Q4_K_M"}
 ROUNDS=${ROUNDS:-2}
 BENCH=${BENCH:-"-p 35 -n 128 -r 3"}

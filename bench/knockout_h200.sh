@@ -12,11 +12,7 @@
 # Output: $OUT/knockout.log, one line per (model, role): dispatches, tok/s, us per token and per dispatch saved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -d /usr/local/nvidia ] && source bench/gpu_env.sh
-A=.cache/ab
-export LD_LIBRARY_PATH=$PWD/$A
-for f in "$A"/*/ztvm.gz "$A/libwebgpu_wrapper.so.gz"; do [ -f "$f" ] && gunzip -f "$f"; done
-chmod +x "$A"/*/ztvm
+source bench/ab_unpack.sh  # $A: the packed builds, unpacked
 Z="$A/new/ztvm"
 MODELS=${MODELS:-"qwen3-4b:Q4_0"}
 ARGS=${ARGS:-"-p 35 -n 64 -r 3"}

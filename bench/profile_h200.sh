@@ -7,11 +7,7 @@
 # (each matrix shape apart: a prefill's q, o, gate|up and down GEMMs) instead of per role.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -d /usr/local/nvidia ] && source bench/gpu_env.sh
-A=.cache/ab
-export LD_LIBRARY_PATH=$PWD/$A
-for f in "$A"/*/ztvm.gz "$A/libwebgpu_wrapper.so.gz"; do [ -f "$f" ] && gunzip -f "$f"; done
-chmod +x "$A"/*/ztvm
+source bench/ab_unpack.sh  # $A: the packed builds, unpacked
 MODELS=${MODELS:-"qwen3-4b:Q4_0"}
 ARGS=${ARGS:-"-p 35 -n 64 -r 1"}
 M=/tmp/ztvm-ab-models
