@@ -49,7 +49,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   // pass (ztvm logits, perplexity) only up to kLogitsRows: those passes are chunked shorter instead.
   const bool flash = GraphBuilder::flash_serves(hd, nh, nkv);
   const uint64_t part_row = (uint64_t)nh * max_splits * (hd + 2) * F;  // one token's split partials
-  const uint64_t widest_row = std::max((uint64_t)c.intermediate_size, (uint64_t)(nh + 2 * nkv) * hd) * F;
+  const uint64_t widest_row = std::max({(uint64_t)d, (uint64_t)c.intermediate_size, (uint64_t)(nh + 2 * nkv) * hd}) * F;
   const uint64_t limit = std::min(dev.max_binding_size() / widest_row, flash ? UINT32_MAX : dev.max_binding_size() / part_row);
   max_chunk_ = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>(max_chunk, limit));
   const uint64_t T = max_chunk_;
