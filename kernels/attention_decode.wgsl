@@ -6,8 +6,9 @@
 //
 // Per block of 256 positions: thread lid scores position b + lid (its key read in HD / 8 loads of 8
 // halves), the block's max and sum come from two-level reductions, and for softmax·V the threads are
-// NG groups of W: thread (g, w) adds up the value word w (2 dims) of the positions g, g + NG, ...
-// The groups' sums meet in workgroup memory at the end. HD <= 128.
+// NG groups of HD / 8: thread (g, c) adds up the value chunk c (8 dims, one 16-byte load) of the
+// positions g, g + NG, ..., BATCH loads in flight. The groups' sums meet in workgroup memory at the
+// end. HD <= 128.
 //
 // With SPLIT > 0 (long contexts) a workgroup takes one query head's SPLIT positions and writes the
 // split's unnormalised output, max and sum to `part` (bound where att is otherwise), as attention.wgsl
@@ -29,9 +30,9 @@ override SCALE: f32;
 override WG: u32 = 256u;
 override SPLIT: u32 = 0u;  // 0: every position in one workgroup; else positions per split
 const NEG: f32 = -1e30;  // finite "minus infinity": exp(NEG - NEG) stays defined
-const BATCH = 16u;       // value loads issued before any is used (H200: 16 beat 8 by 0-6%, 32 lost)
-override W: u32 = HD / 2u;   // u32 words (f16 pairs) per value row
-override NG: u32 = WG / W;   // position groups in softmax·V (HD 96: 5 x 48 threads, the rest idle)
+const BATCH = 8u;  // 16-byte value chunks each thread loads before any is used
+override C: u32 = HD / 8u;   // 16-byte chunks (8 dims) per value row
+override NG: u32 = WG / C;   // position groups in softmax·V (HD 96: 21 x 12 threads, the rest idle)
 
 // QIN (q_in_plain or q_in_rope) declares bindings 1..3 (the query source, the caches) and any after 5.
 @group(0) @binding(0) var<storage, read_write> att: array<f32>;   // [NH*HD] (one token); SPLIT: part
@@ -43,7 +44,7 @@ var<workgroup> qv: array<vec4f, 32>;    // the query row, scaled (HD / 4)
 var<workgroup> pw: array<f32, WG>;      // the block's weights
 var<workgroup> red: array<f32, WG>;     // reductions, first level
 var<workgroup> red2: array<f32, 32>;    // reductions, second level
-var<workgroup> osum: array<vec2f, WG>;  // [g][w]: each group's share of the output
+var<workgroup> osum: array<vec4f, 2u * WG>;  // [g][c][2]: each group's share of the output
 var<workgroup> outv: array<f32, 128>;   // the head's output, for its int8 units (EMIT_Q8)
 
 // The max (or sum) of every thread's v: 32 threads each fold a column of 8, then all read the 32.
@@ -65,10 +66,14 @@ fn block_reduce(lid: u32, v: f32, is_max: bool) -> f32 {
   return r;
 }
 
-// Value word w (dims 2w, 2w + 1) of position b + i for KV head kvh.
-fn value_pair(b: u32, i: u32, kvh: u32, w: u32) -> vec2f {
+// Value chunk c (dims 8c..8c+7, as 8 halves) of position b + i for KV head kvh.
+fn value_chunk(b: u32, i: u32, kvh: u32, c: u32) -> vec4u {
   let vb = ((pages[(b + i) / PAGE] * PAGE + (b + i) % PAGE) * NKV + kvh) * (HD / 8u);
-  return fresh_value(b + i, w, unpack2x16float(v_cache[vb + w / 4u][w % 4u]));
+  return fresh_value(b + i, c, v_cache[vb + c]);
+}
+fn halves8(v: vec4u) -> array<vec4f, 2> {
+  return array<vec4f, 2>(vec4f(unpack2x16float(v.x), unpack2x16float(v.y)),
+                         vec4f(unpack2x16float(v.z), unpack2x16float(v.w)));
 }
 
 @compute @workgroup_size(WG)
@@ -85,11 +90,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let n = select(n_all, min(n_all, start + SPLIT), SPLIT > 0u);  // positions [start, n)
   q_prepare(h, kvh, step.pos0, lid);
   workgroupBarrier();
-  let g = lid / W;
-  let w = lid % W;
+  let g = lid / C;
+  let c = lid % C;
   var m = NEG;
   var l = 0.0;               // the workgroup's running sum (every thread holds it)
-  var o = vec2f(0.0, 0.0);   // dims 2w, 2w + 1 over group g's positions
+  var o0 = vec4f(0.0);       // dims 8c..8c+3 over group g's positions
+  var o1 = vec4f(0.0);       // dims 8c+4..8c+7
   for (var b = start; b < n; b += WG) {
     let p = b + lid;
     let pc = min(p, n - 1u);  // past the positions: a valid key, its score dropped (no branch around the loads)
@@ -105,9 +111,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     // The first batch of this thread's values now: they do not depend on the weights, so their loads
     // overlap the two reductions below.
     let cnt = min(WG, n - b);
-    var v: array<vec2f, BATCH>;
+    var v: array<vec4u, BATCH>;
     if (g < NG) {
-      for (var j = 0u; j < BATCH; j++) { v[j] = value_pair(b, min(g + j * NG, cnt - 1u), kvh, w); }
+      for (var j = 0u; j < BATCH; j++) { v[j] = value_chunk(b, min(g + j * NG, cnt - 1u), kvh, c); }
     }
     let mx = max(m, block_reduce(lid, s, true));  // its first barrier: every thread is past the last block's pw
     let alpha = exp(m - mx);
@@ -115,28 +121,39 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let e = select(0.0, exp(s - m), p < n);
     pw[lid] = e;
     l = l * alpha + block_reduce(lid, e, false);  // its barriers also publish pw
-    o *= alpha;
+    o0 *= alpha;
+    o1 *= alpha;
     if (g < NG) {
       for (var i0 = g; i0 < cnt; i0 += NG * BATCH) {
         if (i0 != g) {  // later batches: all BATCH loads issued before any is used
-          for (var j = 0u; j < BATCH; j++) { v[j] = value_pair(b, min(i0 + j * NG, cnt - 1u), kvh, w); }
+          for (var j = 0u; j < BATCH; j++) { v[j] = value_chunk(b, min(i0 + j * NG, cnt - 1u), kvh, c); }
         }
         for (var j = 0u; j < BATCH; j++) {
           let i = i0 + j * NG;
-          o += select(0.0, pw[min(i, cnt - 1u)], i < cnt) * v[j];  // past the block: weighted 0
+          let pj = select(0.0, pw[min(i, cnt - 1u)], i < cnt);  // past the block: weighted 0
+          let hv = halves8(v[j]);
+          o0 = fma(vec4f(pj), hv[0], o0);
+          o1 = fma(vec4f(pj), hv[1], o1);
         }
       }
     }
   }
-  osum[lid] = o;
+  osum[2u * lid] = o0;
+  osum[2u * lid + 1u] = o1;
   workgroupBarrier();
   if (SPLIT > 0u) {  // the split's share for attention_combine: [NH][splits][HD + 2] (one token)
     let pb = (h * n_splits + split) * (HD + 2u);
-    if (lid < W) {
-      var r = vec2f(0.0, 0.0);
-      for (var gg = 0u; gg < NG; gg++) { r += osum[gg * W + lid]; }
-      att[pb + 2u * lid] = r.x;
-      att[pb + 2u * lid + 1u] = r.y;
+    if (lid < C) {
+      var r0 = vec4f(0.0);
+      var r1 = vec4f(0.0);
+      for (var gg = 0u; gg < NG; gg++) {
+        r0 += osum[2u * (gg * C + lid)];
+        r1 += osum[2u * (gg * C + lid) + 1u];
+      }
+      for (var k = 0u; k < 4u; k++) {
+        att[pb + 8u * lid + k] = r0[k];
+        att[pb + 8u * lid + 4u + k] = r1[k];
+      }
     }
     if (lid == 0u) {
       att[pb + HD] = m;
@@ -144,14 +161,19 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     return;
   }
-  if (lid < W) {
-    var r = vec2f(0.0, 0.0);
-    for (var gg = 0u; gg < NG; gg++) { r += osum[gg * W + lid]; }
-    r /= l;
-    att[h * HD + 2u * lid] = r.x;
-    att[h * HD + 2u * lid + 1u] = r.y;
-    outv[2u * lid] = r.x;
-    outv[2u * lid + 1u] = r.y;
+  if (lid < C) {
+    var r0 = vec4f(0.0);
+    var r1 = vec4f(0.0);
+    for (var gg = 0u; gg < NG; gg++) {
+      r0 += osum[2u * (gg * C + lid)];
+      r1 += osum[2u * (gg * C + lid) + 1u];
+    }
+    for (var k = 0u; k < 4u; k++) {
+      att[h * HD + 8u * lid + k] = r0[k] / l;
+      att[h * HD + 8u * lid + 4u + k] = r1[k] / l;
+      outv[8u * lid + k] = r0[k] / l;
+      outv[8u * lid + 4u + k] = r1[k] / l;
+    }
   }
   if (EMIT_Q8) {  // a matvec on quantized weights reads att next: this head's HD / 32 units
     workgroupBarrier();

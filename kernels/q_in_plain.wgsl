@@ -15,4 +15,4 @@ fn q_prepare(h: u32, kvh: u32, pos: u32, lid: u32) {
 
 // Scores and values come from the cache only.
 fn fresh_score(p: u32, s: f32) -> f32 { return s; }
-fn fresh_value(p: u32, w: u32, v: vec2f) -> vec2f { return v; }
+fn fresh_value(p: u32, c: u32, v: vec4u) -> vec4u { return v; }

@@ -55,5 +55,7 @@ fn fresh_score(p: u32, s: f32) -> f32 {
   return s0 + s1;
 }
 
-// Value word w of position p, v from the cache: this token's from v_new.
-fn fresh_value(p: u32, w: u32, v: vec2f) -> vec2f { return select(v, unpack2x16float(v_new[w]), p == step.pos0); }
+// Value chunk c (8 halves, dims 8c..8c+7) of position p, v from the cache: this token's from v_new.
+fn fresh_value(p: u32, c: u32, v: vec4u) -> vec4u {
+  return select(v, vec4u(v_new[4u * c], v_new[4u * c + 1u], v_new[4u * c + 2u], v_new[4u * c + 3u]), p == step.pos0);
+}

@@ -255,8 +255,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     // Q6_K, with more decoding per unit, lost 1-2% with fewer lanes: bench/EXPERIMENTS.md).
     const uint32_t turns = w.cols / 32;
     auto busy = [&](uint32_t l) { return (double)turns / (l * ((turns + l - 1) / l)); };
-    uint32_t lanes = w.cols >= 4096 ? 64 : 32;
-    if (p.type == GgmlType::Q4_0 && busy(lanes / 2) > busy(lanes) + 0.1) lanes /= 2;
+    uint32_t lanes = w.cols >= 4096 ? 128 : 32;
+    if (p.type == GgmlType::Q4_0 && lanes <= 64 && busy(lanes / 2) > busy(lanes) + 0.1) lanes /= 2;
     auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
       std::map<std::string, double> mc = c;
       const bool fused = tt == 1 && norm;
