@@ -10,16 +10,16 @@ fn w_load(row_byte: u32, u: u32) -> WUnit {
   var q: vec4u;
   if (W_SPLIT) {  // aligned nibbles
     let k = (row_byte + u * 16u) >> 2u;
-    q = vec4u(w[k], w[k + 1u], w[k + 2u], w[k + 3u]);
+    q = w_quad(k >> 2u);  // rows of 256k columns: 16-byte aligned
   } else {
     let b = row_byte + u * 18u;
     let k = (b + 2u) >> 2u;
     let sh = ((b + 2u) & 3u) * 8u;
-    let w0 = w[k];
-    let w1 = w[k + 1u];
-    let w2 = w[k + 2u];
-    let w3 = w[k + 3u];
-    let w4 = w[k + 4u];  // past the block when aligned (robust access keeps the last one in bounds)
+    let w0 = w_word(k);
+    let w1 = w_word(k + 1u);
+    let w2 = w_word(k + 2u);
+    let w3 = w_word(k + 3u);
+    let w4 = w_word(k + 4u);  // past the block when aligned (robust access keeps the last one in bounds)
     q = vec4u(w_funnel(w0, w1, sh), w_funnel(w1, w2, sh), w_funnel(w2, w3, sh), w_funnel(w3, w4, sh));
   }
   return WUnit(q & vec4u(0x0F0F0F0Fu), (q >> vec4u(4u)) & vec4u(0x0F0F0F0Fu), d);

@@ -12,9 +12,9 @@ fn w_load(row_byte: u32, u: u32) -> WUnit {
   let j = u % 8u;
   let sm = q4k_scale_min(b + 4u, j);  // from weight_q4_k.wgsl
   let q = ((b + 16u) >> 2u) + j * 4u;  // the sub-block's 16 bytes (Q4_K blocks are 4-byte aligned)
-  let c = vec4u(w[q], w[q + 1u], w[q + 2u], w[q + 3u]);
+  let c = w_quad(q >> 2u);  // Q4_K blocks (144 bytes) and their 16-byte sub-blocks are 16-byte aligned
   let m = vec4u(0x0F0F0F0Fu);
-  let dd = unpack2x16float(w[b >> 2u]);  // d, dmin
+  let dd = unpack2x16float(w_word(b >> 2u));  // d, dmin
   return WUnit(c & m, (c >> vec4u(4u)) & m, dd.x * f32(sm.x), dd.y * f32(sm.y));
 }
 fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {

@@ -10,7 +10,7 @@ fn w_load(row_byte: u32, u: u32) -> WUnit {
   let k = (b + 2u) >> 2u;
   let sh = ((b + 2u) & 3u) * 8u;
   var q: array<u32, 9>;  // the 9th word is past the block when aligned (robust access keeps it in bounds)
-  for (var i = 0u; i < 9u; i++) { q[i] = w[k + i]; }
+  for (var i = 0u; i < 9u; i++) { q[i] = w_word(k + i); }
   return WUnit(vec4u(w_funnel(q[0], q[1], sh), w_funnel(q[1], q[2], sh), w_funnel(q[2], q[3], sh), w_funnel(q[3], q[4], sh)),
                vec4u(w_funnel(q[4], q[5], sh), w_funnel(q[5], q[6], sh), w_funnel(q[6], q[7], sh), w_funnel(q[7], q[8], sh)),
                w_f16(b));

@@ -10,7 +10,7 @@ override ROWS: u32 = 0xFFFFFFFFu;
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4u>;  // 16-byte words: aligned loads of 4 words are one load
 @group(0) @binding(3) var<uniform> step: Step;
 
 @compute @workgroup_size(64)

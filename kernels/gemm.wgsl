@@ -20,7 +20,7 @@ override KSPLIT: u32 = 1u;    // groups per tile along K; 1: this kernel writes 
 // With KSPLIT > 1, y is the partials scratch (gemm_store.wgsl's store_partial).
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4u>;  // 16-byte words: aligned loads of 4 words are one load
 @group(0) @binding(3) var<uniform> step: Step;
 
 // Both tiles are stored as the vec4s the inner loop reads: ws[k][q] = the 4 weights of thread row

@@ -18,7 +18,7 @@ override GATED: bool = false;
 override KSPLIT: u32 = 1u;    // groups per tile along K, as in gemm.wgsl (partials for gemm_reduce.wgsl)
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4u>;  // 16-byte words: aligned loads of 4 words are one load
 @group(0) @binding(STEP_BINDING) var<uniform> step: Step;
 
 // Four units (128 columns) per step (H200: +1.5-2.3% prefill over two; half the barriers). The

@@ -28,7 +28,7 @@ const KEEP_SUMS = EMIT_Q8;
 const XQ_BINDING = X_BINDINGS;  // XOUT's int8 units follow x's bindings
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4u>;  // 16-byte words: aligned loads of 4 words are one load
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,

@@ -21,7 +21,7 @@ override TT: u32 = 8u;      // tokens per workgroup: 2 * RPL * TT <= 32 and RPL 
 const KEEP_SUMS = false;
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4u>;  // 16-byte words: aligned loads of 4 words are one load
 @group(0) @binding(STEP_BINDING) var<uniform> step: Step;
 
 @compute @workgroup_size(WG)

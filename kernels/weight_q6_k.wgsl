@@ -25,10 +25,10 @@ fn q6_unit(row_byte: u32, u: u32) -> Q6Unit {
   let c = q6_codes(row_byte, u / 8u);
   let j = u % 8u;
   let k = (c + 24u * j) >> 2u;
-  let l = vec4u(w[k], w[k + 1u], w[k + 2u], w[k + 3u]);
-  let h0 = w[k + 4u];
-  let h1 = w[k + 5u];
-  let sw = w[(c + 192u + 2u * j) >> 2u] >> ((j % 2u) * 16u);  // its two int8 scales
+  let l = vec4u(w_word(k), w_word(k + 1u), w_word(k + 2u), w_word(k + 3u));
+  let h0 = w_word(k + 4u);
+  let h1 = w_word(k + 5u);
+  let sw = w_word((c + 192u + 2u * j) >> 2u) >> ((j % 2u) * 16u);  // its two int8 scales
   let d = w_f16(q6_d(row_byte, u / 8u));
   let m4 = vec4u(0x0F0F0F0Fu);
   let m2 = vec4u(0x03030303u);

@@ -218,7 +218,7 @@ TEST(Kernels, SplitKRuleFillsTheGpu) {
   EncodedMatrix w(GgmlType::F32, 70, 256, 64);
   Matrix m = upload_matrix(device(), "test.w", {&w.view});
   gpu::Buffer x = device().buffer("test.x", 64 * 256 * 4), y = device().buffer("test.y", 64 * 70 * 4);
-  gpu::Buffer small = device().buffer("test.gemm_part", 4 * 64 * 70 * 4 - 4), step = step_buffer(0, 64);
+  gpu::Buffer small = device().buffer("test.gemm_part", 4 * 64 * 70 * 4 - 16), step = step_buffer(0, 64);
   Graph g;
   GraphBuilder gb(k, g, step);
   gb.use_split_k(small, 64, 4);
