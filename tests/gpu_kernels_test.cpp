@@ -326,6 +326,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                            DecodeCase{300, 96, 2, true, true}, DecodeCase{700, 128, 8, false, true},
                                            DecodeCase{100, 32, 4, true, false}, DecodeCase{0, 64, 2, false, true, true},
                                            DecodeCase{300, 128, 4, true, true, true}, DecodeCase{700, 96, 1, false, false, true},
+                                           DecodeCase{2100, 64, 2, false, true, true},  // 66 splits: two chunks of the combine
                                            DecodeCase{0, 64, 1, false, true, false, true}, DecodeCase{37, 128, 4, true, true, false, true},
                                            DecodeCase{300, 96, 2, true, false, false, true}, DecodeCase{700, 128, 8, false, true, false, true},
                                            DecodeCase{0, 64, 2, false, true, true, true}, DecodeCase{300, 128, 4, true, true, true, true},
