@@ -30,7 +30,7 @@ override SCALE: f32;
 override WG: u32 = 256u;
 override SPLIT: u32 = 0u;  // 0: every position in one workgroup; else positions per split
 const NEG: f32 = -1e30;  // finite "minus infinity": exp(NEG - NEG) stays defined
-const BATCH = 8u;  // 16-byte value chunks each thread loads before any is used
+const BATCH = 8u;  // 16-byte value chunks each thread loads before any is used (H200: 8 beat 16)
 override C: u32 = HD / 8u;   // 16-byte chunks (8 dims) per value row
 override NG: u32 = WG / C;   // position groups in softmax·V (HD 96: 21 x 12 threads, the rest idle)
 

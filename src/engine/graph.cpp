@@ -248,8 +248,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     if (w.cols % 32 != 0 || !(int8_x || float_type)) continue;
     // The matvec kernel (rows of whole 32-element units). Rows per lane group: enough
     // workgroups to fill a large GPU on short matrices, x reuse on long ones. Thresholds and lane
-    // counts measured on the H200 (bench/EXPERIMENTS.md, 2026-11-30): x reuse pays from 2048 rows;
-    // 64 lanes per row keep more loads in flight on long rows.
+    // counts measured on the H200 (bench/EXPERIMENTS.md): x reuse pays from 2048 rows; 128 lanes on
+    // rows of 4,096+ columns take them in fewer dependent turns (+0.5..2% decode over 64, 2026-12-01).
     // Q4_0: half the lanes when that keeps them busier to the last turn. 2,560 columns are 80 units,
     // which leave half of 32 lanes idle in their third turn (+2.7% decode on Qwen3-4B Q4_0; Q4_K and
     // Q6_K, with more decoding per unit, lost 1-2% with fewer lanes: bench/EXPERIMENTS.md).

@@ -238,7 +238,7 @@ void Device::check() {
 // ---------------------------------------------------------------- buffers
 Buffer Device::buffer(const std::string& label, uint64_t size, WGPUBufferUsage usage) {
   size = (size + 15) & ~uint64_t(15);  // copies work in 4-byte units; weights are bound as 16-byte words
-  if (size == 0) size = 4;
+  if (size == 0) size = 16;
   if (size > info_.limits.maxBufferSize)
     throw GpuError("buffer '" + label + "' needs " + std::to_string(size) + " bytes; this GPU allows " +
                    std::to_string(info_.limits.maxBufferSize));
