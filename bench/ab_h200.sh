@@ -6,16 +6,19 @@
 # Here:   bench/ab_prepare.sh OLD_BUILD_DIR NEW_BUILD_DIR     (fills .cache/ab, prints the carry size)
 # H200:   device `run`, carry [".gl", ".cache/ab"], command `bash bench/ab_h200.sh`
 # Env:    MODELS ("shape:quant ..." for `ztvm synth`, or paths to .gguf files; default 1B Q4_0 and
-#         4B Q4_K_M), ROUNDS (2),
+#         4B Q4_K_M), ROUNDS (2), FIRST_ROUND (1; 2 for the second round of a run split over two calls),
 #         BENCH ("-p 35 -n 128 -r 3"; several runs separated by ';'), AB_ENV_OLD / AB_ENV_NEW (env
 #         assignments for each side, e.g. to try a knob on one binary). Sides past the second (new2, ...)
 #         run after them in each round, with AB_ENV_NEW unless AB_ENV_<side> (AB_ENV_new2) is set.
+#         Even rounds run the sides in reverse order, so that over two rounds no side always runs first
+#         or last (the GPU's state drifts over a run: clocks, temperature).
 # Output: one line per (round, model, bench, side) on stdout and in $OUT/ab.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/ab_unpack.sh  # $A: the packed builds, unpacked
 MODELS=${MODELS:-"llama-3.2-1b:Q4_0 qwen3-4b:Q4_K_M"}
 ROUNDS=${ROUNDS:-2}
+FIRST_ROUND=${FIRST_ROUND:-1}
 BENCH=${BENCH:-"-p 35 -n 128 -r 3"}
 LOG=${OUT:-/tmp}/ab.log
 M=/tmp/ztvm-ab-models
@@ -32,11 +35,13 @@ for m in $MODELS; do
   "$A/new/ztvm" synth --shape "$shape" --type "$quant" --vocab "$A/vocab/$(vocab_of "$shape")" -o "$M/$shape-$quant.gguf" >/dev/null
 done
 IFS=';' read -ra RUNS <<< "$BENCH"
-for r in $(seq 1 "$ROUNDS"); do
+for r in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
+  ORDER=$SIDES
+  [ $((r % 2)) -eq 0 ] && ORDER=$(tr ' ' '\n' <<< "$SIDES" | tac | paste -sd' ')
   for m in $MODELS; do
     f=$(model_file "$m")
     for args in "${RUNS[@]}"; do
-      for side in $SIDES; do
+      for side in $ORDER; do
         envs=${AB_ENV_NEW:-}; [ "$side" = old ] && envs=${AB_ENV_OLD:-}
         own="AB_ENV_$side"; [ -n "${!own:-}" ] && envs=${!own}  # AB_ENV_new2=... for that side alone
         # shellcheck disable=SC2086  # args and envs are word lists on purpose
