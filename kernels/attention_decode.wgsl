@@ -141,41 +141,33 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   osum[2u * lid] = o0;
   osum[2u * lid + 1u] = o1;
   workgroupBarrier();
-  if (SPLIT > 0u) {  // the split's share for attention_combine: [NH][splits][HD + 2] (one token)
-    let pb = (h * n_splits + split) * (HD + 2u);
-    if (lid < C) {
-      var r0 = vec4f(0.0);
-      var r1 = vec4f(0.0);
-      for (var gg = 0u; gg < NG; gg++) {
-        r0 += osum[2u * (gg * C + lid)];
-        r1 += osum[2u * (gg * C + lid) + 1u];
-      }
-      for (var k = 0u; k < 4u; k++) {
-        att[pb + 8u * lid + k] = r0[k];
-        att[pb + 8u * lid + 4u + k] = r1[k];
-      }
-    }
-    if (lid == 0u) {
-      att[pb + HD] = m;
-      att[pb + HD + 1u] = l;
-    }
-    return;
-  }
-  if (lid < C) {
+  if (lid < C) {  // chunk lid of the head's output: the groups' sums
     var r0 = vec4f(0.0);
     var r1 = vec4f(0.0);
     for (var gg = 0u; gg < NG; gg++) {
       r0 += osum[2u * (gg * C + lid)];
       r1 += osum[2u * (gg * C + lid) + 1u];
     }
-    for (var k = 0u; k < 4u; k++) {
-      att[h * HD + 8u * lid + k] = r0[k] / l;
-      att[h * HD + 8u * lid + 4u + k] = r1[k] / l;
-      outv[8u * lid + k] = r0[k] / l;
-      outv[8u * lid + 4u + k] = r1[k] / l;
+    if (SPLIT > 0u) {  // the split's unnormalised share for attention_combine: [NH][splits][HD + 2]
+      let pb = (h * n_splits + split) * (HD + 2u);
+      for (var k = 0u; k < 4u; k++) {
+        att[pb + 8u * lid + k] = r0[k];
+        att[pb + 8u * lid + 4u + k] = r1[k];
+      }
+      if (lid == 0u) {
+        att[pb + HD] = m;
+        att[pb + HD + 1u] = l;
+      }
+    } else {
+      for (var k = 0u; k < 4u; k++) {
+        att[h * HD + 8u * lid + k] = r0[k] / l;
+        att[h * HD + 8u * lid + 4u + k] = r1[k] / l;
+        outv[8u * lid + k] = r0[k] / l;
+        outv[8u * lid + 4u + k] = r1[k] / l;
+      }
     }
   }
-  if (EMIT_Q8) {  // a matvec on quantized weights reads att next: this head's HD / 32 units
+  if (EMIT_Q8 && SPLIT == 0u) {  // a matvec on quantized weights reads att next: this head's HD / 32 units
     workgroupBarrier();
     for (var u = lid; u < HD / 32u; u += WG) {
       var v: array<vec4f, 8>;
