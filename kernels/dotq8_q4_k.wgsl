@@ -10,11 +10,13 @@ struct WUnit {
 fn w_load(row_byte: u32, u: u32) -> WUnit {
   let b = row_byte + (u / 8u) * 144u;
   let j = u % 8u;
-  let sm = q4k_scale_min(b + 4u, j);  // from weight_q4_k.wgsl
-  let q = ((b + 16u) >> 2u) + j * 4u;  // the sub-block's 16 bytes (Q4_K blocks are 4-byte aligned)
-  let c = w_quad(q >> 2u);  // Q4_K blocks (144 bytes) and their 16-byte sub-blocks are 16-byte aligned
+  // Q4_K blocks (144 bytes) and their 16-byte parts are 16-byte aligned: the header (d, dmin and the
+  // 12 bytes of scales) is one load, the sub-block's codes another.
+  let h = w_quad(b >> 4u);
+  let sm = q4k_header_scale_min(h, j);  // from weight_q4_k.wgsl
+  let c = w_quad((b >> 4u) + 1u + j);
   let m = vec4u(0x0F0F0F0Fu);
-  let dd = unpack2x16float(w_word(b >> 2u));  // d, dmin
+  let dd = unpack2x16float(h.x);  // d, dmin
   return WUnit(c & m, (c >> vec4u(4u)) & m, dd.x * f32(sm.x), dd.y * f32(sm.y));
 }
 fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {

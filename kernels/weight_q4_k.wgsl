@@ -9,8 +9,12 @@ fn w_row_bytes() -> u32 { return COLS / 256u * 144u; }
 // The 6-bit (scale, min) of sub-block j from the 12 bytes at byte s (4-byte aligned: Q4_K blocks are
 // 144 bytes).
 fn q4k_scale_min(s: u32, j: u32) -> vec2u {
-  let lo = (w_word((s >> 2u) + j / 4u) >> ((j % 4u) * 8u)) & 0xFFu;
-  let hi = (w_word((s >> 2u) + 2u) >> (j * 4u)) & 0xFu;
+  return q4k_header_scale_min(vec4u(0u, w_word(s >> 2u), w_word((s >> 2u) + 1u), w_word((s >> 2u) + 2u)), j);
+}
+// The same from the block's first 16 bytes as one 16-byte word h (d and dmin, then the 12 bytes).
+fn q4k_header_scale_min(h: vec4u, j: u32) -> vec2u {
+  let lo = (select(h.y, h.z, j >= 4u) >> ((j % 4u) * 8u)) & 0xFFu;
+  let hi = (h.w >> (j * 4u)) & 0xFu;
   return vec2u((lo & 15u) | ((hi & 3u) << 4u), (lo >> 4u) | ((hi >> 2u) << 4u));
 }
 fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
