@@ -12,7 +12,8 @@
 #         run after them in each round, with AB_ENV_NEW unless AB_ENV_<side> (AB_ENV_new2) is set.
 #         Even rounds run the sides in reverse order, so that over two rounds no side always runs first
 #         or last (the GPU's state drifts over a run: clocks, temperature).
-# Output: one line per (round, model, bench, side) on stdout and in $OUT/ab.log.
+# Output: one line per (round, model, bench, side) on stdout and in $OUT/ab.log; a side whose tokens
+#         differ from the first side measured on that model and bench is flagged "TOKENS DIFFER".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/ab_unpack.sh  # $A: the packed builds, unpacked
@@ -35,6 +36,7 @@ for m in $MODELS; do
   "$A/new/ztvm" synth --shape "$shape" --type "$quant" --vocab "$A/vocab/$(vocab_of "$shape")" -o "$M/$shape-$quant.gguf" >/dev/null
 done
 IFS=';' read -ra RUNS <<< "$BENCH"
+declare -A REF_FP REF_SIDE  # per "model args": the first side's token fingerprint, and that side
 for r in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
   ORDER=$SIDES
   [ $((r % 2)) -eq 0 ] && ORDER=$(tr ' ' '\n' <<< "$SIDES" | tac | paste -sd' ')
@@ -46,8 +48,14 @@ for r in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
         own="AB_ENV_$side"; [ -n "${!own:-}" ] && envs=${!own}  # AB_ENV_new2=... for that side alone
         # shellcheck disable=SC2086  # args and envs are word lists on purpose
         out=$(env $envs "$A/$side/ztvm" bench -m "$f" $args 2>&1) || true
-        line=$(grep -E '^(TTFT|decode host)' <<< "$out" | paste -sd' ')  # the result, and the host's share
+        line=$(grep -E '^(TTFT|decode host|tokens)' <<< "$out" | paste -sd' ')  # the result, the host's share
         [ -n "$line" ] || line=$(tail -1 <<< "$out")  # or its error line
+        # The first side measured on a (model, bench) sets the tokens the others should match; a
+        # difference is flagged, not fatal (a change in the order of sums can flip a near-tie).
+        fp=$(grep -oE 'fingerprint [0-9a-f]+' <<< "$out" | cut -d' ' -f2 || true)
+        key="$m $args"
+        if [ -n "$fp" ] && [ -z "${REF_FP[$key]:-}" ]; then REF_FP[$key]=$fp REF_SIDE[$key]=$side
+        elif [ -n "$fp" ] && [ "${REF_FP[$key]}" != "$fp" ]; then line="$line | TOKENS DIFFER from ${REF_SIDE[$key]}"; fi
         say "r$r $m [$args] $side: $line"
       done
     done

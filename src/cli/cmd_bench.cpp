@@ -98,6 +98,11 @@ static int run_bench(int argc, char** argv) {
   // Decode is host-bound when recording a step takes longer than the GPU runs one (then the wait is ~0).
   std::printf("decode host time per token: %.1f us recording and submitting, %.1f us waiting for the GPU\n",
               median(encode_us), median(wait_us));
+  // The tokens' fingerprint (FNV-1a over their ids): two builds' runs on one file can be checked for
+  // the same output without the JSON (bench/ab_h200.sh flags a side whose tokens differ).
+  uint32_t fingerprint = 2166136261u;
+  for (int32_t t : first_tokens) fingerprint = (fingerprint ^ (uint32_t)t) * 16777619u;
+  std::printf("tokens %zu | fingerprint %08x\n", first_tokens.size(), fingerprint);
   if (profile) {
     Generator& gen = *e.generator;
     gen.reset();
