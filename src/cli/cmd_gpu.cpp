@@ -4,13 +4,17 @@
 
 #include "cli/command.h"
 #include "gpu/device.h"
+#include "gpu/kernels.h"
+#include "gpu/peak.h"
 
 namespace ztvm::cli {
 
 static int run_gpu(int argc, char** argv) {
   CLI::App app{"Show the GPU adapter, its features and limits", argv[0]};
   std::string adapter = "auto";
+  bool peak = false;
   app.add_option("--gpu", adapter, "auto | discrete | cpu")->check(CLI::IsMember({"auto", "discrete", "cpu"}));
+  app.add_flag("--peak", peak, "also measure int8 dot, f32 fma and memory read rates (kernels/peak.wgsl)");
   CLI11_PARSE(app, argc, argv);
   gpu::Device dev(gpu::Device::Options{adapter, false});
   const gpu::AdapterInfo& i = dev.info();
@@ -37,9 +41,24 @@ static int run_gpu(int argc, char** argv) {
   std::printf("  maxComputeWorkgroupsPerDimension   %u\n", l.maxComputeWorkgroupsPerDimension);
   std::printf("  minStorageBufferOffsetAlignment    %u\n", l.minStorageBufferOffsetAlignment);
   std::printf("  maxUniformBufferBindingSize        %llu\n", (unsigned long long)l.maxUniformBufferBindingSize);
+  if (peak) {
+    // What kernels are read against: an int8 GEMM's ops/s beside the dot rate, a matvec's bytes/s
+    // beside the read rate. Each number is the best of three runs whose results were checked.
+    gpu::Kernels k(dev);
+    std::printf("peak rates (best of 3, results checked)\n");
+    std::fflush(stdout);
+    const gpu::PeakRate d = gpu::measure_peak(k, gpu::PeakOp::Dot4I8);
+    std::printf("  int8 dot (dot4I8Packed)   %9.2f T int8 ops/s  (%.1f ms run)\n", d.per_second / 1e12, d.seconds * 1e3);
+    std::fflush(stdout);
+    const gpu::PeakRate f = gpu::measure_peak(k, gpu::PeakOp::Fma);
+    std::printf("  f32 fma                   %9.2f TFLOPS        (%.1f ms run)\n", f.per_second / 1e12, f.seconds * 1e3);
+    std::fflush(stdout);
+    const gpu::PeakRate r = gpu::measure_peak(k, gpu::PeakOp::Read);
+    std::printf("  memory read               %9.1f GB/s          (%.1f ms run)\n", r.per_second / 1e9, r.seconds * 1e3);
+  }
   return 0;
 }
 
-static Command reg("gpu", "show the GPU adapter, backend, features and limits", run_gpu);
+static Command reg("gpu", "show the GPU adapter, backend, features and limits (--peak: measured rates)", run_gpu);
 
 }  // namespace ztvm::cli

@@ -1,0 +1,41 @@
+// Peak rates of the GPU (kernels/peak.wgsl): int8 dot products, f32 fma and memory reads, so that a
+// kernel's rate can be read against what the hardware does under WGSL (`ztvm gpu --peak`).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "gpu/kernels.h"
+
+namespace ztvm::gpu {
+
+enum class PeakOp : uint32_t { Dot4I8 = 0, Fma = 1, Read = 2 };
+
+struct PeakRun {
+  std::vector<uint32_t> out;  // one word per thread
+  double seconds = 0;         // submit to done
+};
+// One dispatch of the probe: `groups` workgroups of kPeakThreads threads, `iters` steps each. `inp` is
+// 16 words; `big` (Read only) holds groups x kPeakThreads x iters 16-byte words.
+constexpr uint32_t kPeakThreads = 256;
+PeakRun run_peak(Kernels& k, PeakOp op, uint32_t groups, uint32_t iters, const std::vector<uint32_t>& inp,
+                 const Buffer* big = nullptr);
+// The CPU twin of thread t's word for Dot4I8 and Fma.
+uint32_t peak_reference(PeakOp op, uint32_t t, uint32_t iters, const std::vector<uint32_t>& inp);
+// Read: the buffer's 4-byte word w holds peak_read_word(w) (fill_read_pattern); thread t's word is
+// the xor of its iters 16-byte words, a grid of `threads` apart.
+uint32_t peak_read_word(uint64_t w);
+void fill_read_pattern(Device& dev, const Buffer& big);
+uint32_t peak_read_reference(uint32_t t, uint32_t threads, uint32_t iters);
+// The probe's inputs: dot words of mixed-sign bytes, and fma's multiplier 0.5 and addend 1.
+std::vector<uint32_t> peak_inputs();
+
+struct PeakRate {
+  double per_second = 0;  // int8 multiply-adds x 2, f32 fma x 2 (flops), or bytes read
+  double seconds = 0;     // of the best run
+};
+// Doubles the work until a run takes at least min_seconds (or 2^16 steps), then keeps the best of
+// `tries` runs. Read uses a buffer of up to `read_bytes` (bounded by the binding limit).
+PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds = 0.05, int tries = 3,
+                      uint64_t read_bytes = 1ull << 30);
+
+}  // namespace ztvm::gpu
