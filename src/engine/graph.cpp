@@ -252,11 +252,13 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     // rows of 4,096+ columns take them in fewer dependent turns (+0.5..2% decode over 64, 2026-12-01).
     // Q4_0: half the lanes when that keeps them busier to the last turn. 2,560 columns are 80 units,
     // which leave half of 32 lanes idle in their third turn (+2.7% decode on Qwen3-4B Q4_0; Q4_K and
-    // Q6_K, with more decoding per unit, lost 1-2% with fewer lanes: bench/EXPERIMENTS.md).
+    // Q6_K, with more decoding per unit, lost 1-2% with fewer lanes: bench/EXPERIMENTS.md). Q6_K too
+    // on an LM head's many rows, which fill the GPU on fewer lanes (+0.8% decode on Qwen3-4B Q4_0).
     const uint32_t turns = w.cols / 32;
     auto busy = [&](uint32_t l) { return (double)turns / (l * ((turns + l - 1) / l)); };
     uint32_t lanes = w.cols >= 4096 ? 128 : 32;
-    if (p.type == GgmlType::Q4_0 && lanes <= 64 && busy(lanes / 2) > busy(lanes) + 0.1) lanes /= 2;
+    const bool halve = p.type == GgmlType::Q4_0 || (p.type == GgmlType::Q6_K && p.rows >= 8192 && !norm);
+    if (halve && lanes <= 64 && busy(lanes / 2) > busy(lanes) + 0.1) lanes /= 2;
     auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
       std::map<std::string, double> mc = c;
       const bool fused = tt == 1 && norm;
@@ -484,8 +486,10 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                  {att, q, k_cache, v_cache, pages, *step_}};
     gpu::KernelKey sk = o.key;  // longer one-token passes: splits of s.split positions, s.split threads
     sk.constants["SPLIT"] = s.split;
-    uint32_t wg = 64;  // a power of two in [64, 256], up to the split
-    while (wg < 256 && 2 * wg <= s.split) wg *= 2;
+    // 64 or 128 threads (up to the split), each taking split / wg positions: on the H200 a split of 256
+    // positions ran 2-2.5% faster at 4k on 128 threads than on 256 (bench/EXPERIMENTS.md).
+    uint32_t wg = 64;
+    while (wg < 128 && 2 * wg <= s.split) wg *= 2;
     sk.constants["WG"] = wg;
     std::vector<gpu::Binding> sb = o.bindings;
     sb[0] = part;
