@@ -71,7 +71,7 @@ uint32_t peak_read_reference(uint32_t t, uint32_t threads, uint32_t iters) {
 }
 
 PeakRun run_peak(Kernels& k, PeakOp op, uint32_t groups, uint32_t iters, const std::vector<uint32_t>& inp,
-                 const Buffer* big) {
+                 const Buffer* big, uint32_t passes) {
   Device& dev = k.device();
   const uint64_t threads = (uint64_t)groups * kPeakThreads;
   Buffer out = dev.buffer("peak.out", threads * 4), in = dev.buffer("peak.inp", 64);
@@ -83,7 +83,7 @@ PeakRun run_peak(Kernels& k, PeakOp op, uint32_t groups, uint32_t iters, const s
   dev.wait_idle();  // the uploads are not timed
   const auto t0 = std::chrono::steady_clock::now();
   Recorder rec(dev, "peak");
-  rec.dispatch(p, bg, groups);
+  for (uint32_t i = 0; i < passes; i++) rec.dispatch(p, bg, groups);
   rec.submit();
   dev.wait_idle();
   PeakRun r;
@@ -95,20 +95,21 @@ PeakRun run_peak(Kernels& k, PeakOp op, uint32_t groups, uint32_t iters, const s
 PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds, int tries, uint64_t read_bytes) {
   Device& dev = k.device();
   const std::vector<uint32_t> inp = peak_inputs();
-  uint32_t groups = 2048, iters = 16;
+  uint32_t groups = 2048, iters = 16, passes = 1;
   Buffer big;
   if (op == PeakOp::Read) {  // one pass over the buffer: the more bytes, the less the start costs
     const uint64_t bytes = std::min<uint64_t>(read_bytes, dev.max_binding_size());
     iters = (uint32_t)std::max<uint64_t>(1, bytes / ((uint64_t)groups * kPeakThreads * 16));
     big = dev.buffer("peak.big", (uint64_t)groups * kPeakThreads * iters * 16);
     fill_read_pattern(dev, big);
+    while (passes < 64 && run_peak(k, op, groups, iters, inp, &big, passes).seconds < min_seconds) passes *= 2;
   } else {
     while (iters < 65536 && run_peak(k, op, groups, iters, inp).seconds < min_seconds) iters *= 2;
   }
   PeakRate best;
   PeakRun r;
   for (int i = 0; i < tries; i++) {
-    r = run_peak(k, op, groups, iters, inp, big ? &big : nullptr);
+    r = run_peak(k, op, groups, iters, inp, big ? &big : nullptr, passes);
     if (best.seconds == 0 || r.seconds < best.seconds) best.seconds = r.seconds;
   }
   // No number without the work: the first and last threads' words against the CPU.
@@ -117,7 +118,7 @@ PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds, int tries, uint
     const uint32_t want = op == PeakOp::Read ? peak_read_reference(t, threads, iters) : peak_reference(op, t, iters, inp);
     if (r.out[t] != want) throw GpuError("peak: thread " + std::to_string(t) + " of the probe computed a wrong word");
   }
-  const double work = (double)groups * kPeakThreads * iters;
+  const double work = (double)groups * kPeakThreads * iters * passes;
   const double per_step = op == PeakOp::Dot4I8 ? 8 * 8 : op == PeakOp::Fma ? 8 * 2 : 16;
   best.per_second = work * per_step / best.seconds;
   return best;

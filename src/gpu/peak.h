@@ -17,8 +17,9 @@ struct PeakRun {
 // One dispatch of the probe: `groups` workgroups of kPeakThreads threads, `iters` steps each. `inp` is
 // 16 words; `big` (Read only) holds groups x kPeakThreads x iters 16-byte words.
 constexpr uint32_t kPeakThreads = 256;
+// `passes` dispatches of the probe in one submission (each writes the same words).
 PeakRun run_peak(Kernels& k, PeakOp op, uint32_t groups, uint32_t iters, const std::vector<uint32_t>& inp,
-                 const Buffer* big = nullptr);
+                 const Buffer* big = nullptr, uint32_t passes = 1);
 // The CPU twin of thread t's word for Dot4I8 and Fma.
 uint32_t peak_reference(PeakOp op, uint32_t t, uint32_t iters, const std::vector<uint32_t>& inp);
 // Read: the buffer's 4-byte word w holds peak_read_word(w) (fill_read_pattern); thread t's word is
@@ -33,8 +34,10 @@ struct PeakRate {
   double per_second = 0;  // int8 multiply-adds x 2, f32 fma x 2 (flops), or bytes read
   double seconds = 0;     // of the best run
 };
-// Doubles the work until a run takes at least min_seconds (or 2^16 steps), then keeps the best of
-// `tries` runs. Read uses a buffer of up to `read_bytes` (bounded by the binding limit).
+// Doubles the work until a run takes at least min_seconds (or 2^16 steps; Read: 64 passes over the
+// buffer), then keeps the best of `tries` runs. Read uses a buffer of up to `read_bytes` (bounded by
+// the binding limit), read again per pass: a run is timed on the host from submit to done, and one
+// pass over 1 GiB (0.35 ms on the H200) would count the submission's own time as reading time.
 PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds = 0.05, int tries = 3,
                       uint64_t read_bytes = 1ull << 30);
 
