@@ -97,7 +97,7 @@ PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds, int tries, uint
   const std::vector<uint32_t> inp = peak_inputs();
   uint32_t groups = 2048, iters = 16, passes = 1;
   Buffer big;
-  if (op == PeakOp::Read) {  // one pass over the buffer: the more bytes, the less the start costs
+  if (op == PeakOp::Read) {  // passes over one buffer: the more bytes per pass, the less each start costs
     const uint64_t bytes = std::min<uint64_t>(read_bytes, dev.max_binding_size());
     iters = (uint32_t)std::max<uint64_t>(1, bytes / ((uint64_t)groups * kPeakThreads * 16));
     big = dev.buffer("peak.big", (uint64_t)groups * kPeakThreads * iters * 16);
