@@ -8,7 +8,7 @@
 namespace ztvm {
 
 // Attention splits (Forward::kSplit, H200 at 4k with the f16 cache: 128 positions beat 64 by 4%, and 256
-// on 128 threads beat 128 by 2-2.5%; 512 lost 3%).
+// on 128 threads beat 128 by 1.8-2.9%; 512 lost 3%).
 // Decode steps that see up to 512 positions take attention_decode.wgsl instead: no splits (graph.cpp).
 // Passes of up to kQ8MaxTokens tokens run the matvec on int8 x (graph.h use_q8_x): groups of
 // kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes a GEMM.

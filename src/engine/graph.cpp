@@ -484,10 +484,10 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                  {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}},
                   {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
                  {att, q, k_cache, v_cache, pages, *step_}};
-    gpu::KernelKey sk = o.key;  // longer one-token passes: splits of s.split positions, s.split threads
+    gpu::KernelKey sk = o.key;  // longer one-token passes: splits of s.split positions
     sk.constants["SPLIT"] = s.split;
     // 64 or 128 threads (up to the split), each taking split / wg positions: on the H200 a split of 256
-    // positions ran 2-2.5% faster at 4k on 128 threads than on 256 (bench/EXPERIMENTS.md).
+    // positions ran 2-3% faster at 4k on 128 threads than on 256 (bench/EXPERIMENTS.md).
     uint32_t wg = 64;
     while (wg < 128 && 2 * wg <= s.split) wg *= 2;
     sk.constants["WG"] = wg;
