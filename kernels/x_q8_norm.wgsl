@@ -5,13 +5,15 @@
 // workgroup packs x * weight (q8_pack) into workgroup memory and multiplies each row's sum by r at
 // the end. Workgroup 0 also stores x, the new residual stream. Every workgroup reads all of a, b and
 // weight (from L2), so the host gives it many rows (GROUPS lane groups). One token; COLS % 32 == 0.
+// XEMIT: x_emit_q8 where later parts of the matrix read x as int8 units, else x_emit_none.
 //!include q8_pack
+//!include XEMIT
 @group(0) @binding(1) var<storage, read_write> xsum: array<vec4f>;
 @group(0) @binding(3) var<storage, read> xa: array<vec4f>;
 @group(0) @binding(4) var<storage, read> xb: array<vec4f>;
 @group(0) @binding(5) var<storage, read> xnorm: array<vec4f>;
 override NORM_EPS: f32;
-const X_BINDINGS = 6u;
+const X_BINDINGS = 6u + X_EMIT_BINDINGS;
 
 struct XUnit {
   lo: vec4u,
@@ -41,6 +43,7 @@ fn x_prepare(lid: u32, first_group: bool) {
     xl_ss[u] = ss;
   }
   workgroupBarrier();
+  if (first_group) { x_emit(lid, x_scale()); }
 }
 fn x_unit(t: u32, u: u32) -> XUnit {
   let ds = xl_ds[u];

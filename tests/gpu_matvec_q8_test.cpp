@@ -201,6 +201,37 @@ INSTANTIATE_TEST_SUITE_P(
              (c.gated ? "_gated" : "") + "_T" + std::to_string(c.T);
     });
 
+// A QKV of two int8 types after add_rmsnorm (Q4_K_M: q|k Q4_K, v Q6_K): one-token passes skip the
+// add_rmsnorm; the first part's matvec makes x and stores its int8 units (x_emit_q8.wgsl) for the
+// second part's. Longer passes run the add_rmsnorm. Twin: rmsnorm, quantize_q8, matmul per part.
+TEST(Int8Matvec, TwoTypeQkvMakesXOnce) {
+  gpu::Kernels k(device());
+  const uint32_t d = 512;
+  EncodedMatrix qk(GgmlType::Q4_K, 40, d, 91), v(GgmlType::Q6_K, 24, d, 92);
+  Matrix m = upload_matrix(device(), "test.qkv", {&qk.view, &v.view});
+  ASSERT_EQ(m.parts.size(), 2u);
+  for (uint32_t T : {1u, 3u}) {
+    NormThenMatmul r(k, m, d, T, 64, 4, 93);
+    const Graph& g = r.g;
+    ASSERT_EQ(g.ops.size(), 3u);
+    EXPECT_EQ(g.ops[0].variant(T), T == 1 ? Variant::Skip : Variant::Single);
+    EXPECT_EQ(g.ops[1].single_role, "matvec_q8_q4_k_norm");
+    EXPECT_EQ(g.ops[2].single_role, "matvec_q8_q6_k");
+    run(g, 0, T);
+    const std::vector<float> s = r.residual();
+    EXPECT_EQ(read(r.sum, s.size()), s) << "T=" << T;
+    std::vector<float> want;
+    for (uint32_t t = 0; t < T; t++) {
+      const std::vector<float> normed = ref::rmsnorm(std::vector<float>(&s[t * d], &s[(t + 1) * d]), r.nw, d, 1e-5f);
+      const std::vector<float> x8 = ref::quantize_q8(normed);
+      std::vector<float> row = ref::matmul(qk.ref(), x8), rv = ref::matmul(v.ref(), x8);
+      row.insert(row.end(), rv.begin(), rv.end());
+      want.insert(want.end(), row.begin(), row.end());
+    }
+    EXPECT_LT(nmse(read(r.y, (size_t)T * 64), want), 1e-8) << "T=" << T;  // margin: Int8NormMatvecTest
+  }
+}
+
 // The FFN at decode: add_rmsnorm, gate|up, down. The gated matvec makes its x (above) and stores h
 // as int8 units itself, so one-token passes skip both the add_rmsnorm and the quantize_q8 before down.
 TEST(Int8Matvec, GatedStoresUnitsForDown) {

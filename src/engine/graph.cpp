@@ -208,9 +208,12 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
                   std::any_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
   const uint32_t q8_max = one_token ? 1 : q8_max_;  // the longest pass that reads int8 x
   // Decode: the matvec makes x from the add_rmsnorm's inputs itself (x_q8_norm.wgsl), and one-token
-  // passes skip that dispatch. Its workgroup memory holds 1.25 bytes per column.
+  // passes skip that dispatch. Its workgroup memory holds 1.25 bytes per column. A matrix of parts of
+  // several int8 types (a Q4_K_M QKV): the first part's matvec does, and also stores x's int8 units
+  // (x_emit_q8.wgsl) for the others, which read them as after add_rmsnorm_q8.
   const NormProducer* norm = nullptr;
-  if (q8 && !one_token && w.parts.size() == 1 && q8_x_type(w.parts[0].type) && !norm_producer_.empty() &&
+  const bool all_q8 = std::all_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
+  if (q8 && !one_token && all_q8 && !norm_producer_.empty() &&
       norm_producer_[0].op + 1 == g_.ops.size() && norm_producer_[0].y == &x && norm_producer_[0].d == w.cols &&
       w.cols <= kNormMaxCols)
     norm = &norm_producer_[0];
@@ -259,9 +262,10 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     uint32_t lanes = w.cols >= 4096 ? 128 : 32;
     const bool halve = p.type == GgmlType::Q4_0 || (p.type == GgmlType::Q6_K && p.rows >= 8192 && !norm);
     if (halve && lanes <= 64 && busy(lanes / 2) > busy(lanes) + 0.1) lanes /= 2;
+    const bool first_part = &p == &w.parts.front(), more_parts = w.parts.size() > 1;
     auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
       std::map<std::string, double> mc = c;
-      const bool fused = tt == 1 && norm;
+      const bool fused = tt == 1 && norm && first_part;
       // x made per workgroup: kNormRows rows each, so that work is shared by many rows.
       const uint32_t groups = fused ? kNormRows / rpl : 2;
       const uint32_t lanes_here = tt > 1 ? q8_lanes_ : groups * lanes > 1024 ? 32 : lanes;
@@ -272,10 +276,13 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
       if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
+      if (fused) inc["XEMIT"] = more_parts ? "x_emit_q8" : "x_emit_none";
       const gpu::Pipeline& mv = k_.get({tt == 1 ? "matvec" : "matvec_tokens", inc, mc});
       Dispatch& d = g_.ops.back();
       gpu::BindGroup bg =
           tt > 1   ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_, *step_}, kind + ":" + y.label())
+          : fused && more_parts
+              ? k_.device().bind(mv, {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w, *xq_, *xs_}, kind + "_norm:" + y.label())
           : fused  ? k_.device().bind(mv, {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w}, kind + "_norm:" + y.label())
           : int8_x ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_}, kind + ":" + y.label())
                    : k_.device().bind(mv, {y, x, p.buf}, kind + ":" + y.label());
@@ -283,7 +290,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
                                (fused ? "_norm" : "");
       // A matvec that makes x in the workgroup and owns whole 32-row units can also store y as int8
       // units (into xq/xs, which it does not read) for a matvec after it (emit_q8_from_matvec).
-      if (fused && groups * rpl == 32 && p.row0 % 32 == 0) {
+      if (fused && !more_parts && groups * rpl == 32 && p.row0 % 32 == 0) {
         gpu::KernelKey ek{"matvec", inc, mc};
         ek.includes["XOUT"] = "x_out_q8";
         q8_matvec_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, ek,
