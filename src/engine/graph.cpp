@@ -59,6 +59,16 @@ Variant Dispatch::variant(uint32_t n_tokens) const {
   return Variant::Main;
 }
 
+static constexpr uint32_t kAttnWideSplits = 16;
+
+uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens) {
+  static const uint32_t wide = [] {  // A/B only: ZTVM_ATT_WIDE_SPLITS
+    const char* e = std::getenv("ZTVM_ATT_WIDE_SPLITS");
+    return e && *e ? (uint32_t)std::atoi(e) : kAttnWideSplits;
+  }();
+  return n_tokens == 1 && (positions + split - 1) / split > wide ? 2 * split : split;
+}
+
 void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
   const uint32_t tiles = (n_tokens + 63) / 64;
   for (const Dispatch& d : ops) {
@@ -89,7 +99,8 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       case Grid::PerToken: groups = d.a * n_tokens; break;
       case Grid::GemmTiles: groups = d.a * tiles; break;
       case Grid::AttentionSplits: {
-        const uint32_t splits = (pos0 + n_tokens + d.b - 1) / d.b;
+        const uint32_t span = attention_split(d.b, pos0 + n_tokens, n_tokens);
+        const uint32_t splits = (pos0 + n_tokens + span - 1) / span;
         const uint64_t kv_bytes = d.bytes_per_position * (pos0 + n_tokens);  // the cache, read once
         if (d.decode && n_tokens == 1 && pos0 + 1 <= d.decode_max) {  // no splits
           if (d.decode_q8)
@@ -441,7 +452,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
   if (s.hd % 8 != 0 || s.hd > 128) throw ModelError("attention: head size " + std::to_string(s.hd) + " is not a multiple of 8 up to 128");
   auto key = [&](uint32_t g) -> gpu::KernelKey {
     return {"attention", {},
-            {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SPLIT", s.split}, {"G", g},
+            {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", g},
              {"SCALE", 1.0 / std::sqrt((double)s.hd)}}};
   };
   const std::vector<gpu::Binding> b = {part, q, k_cache, v_cache, pages, *step_};
@@ -484,9 +495,9 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                  {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}},
                   {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
                  {att, q, k_cache, v_cache, pages, *step_}};
-    gpu::KernelKey sk = o.key;  // longer one-token passes: splits of s.split positions, s.split threads
-    sk.constants["SPLIT"] = s.split;
-    // 64 or 128 threads (up to the split), each taking split / wg positions: on the H200 a split of 256
+    gpu::KernelKey sk = o.key;  // longer one-token passes: over splits (attention_split)
+    sk.constants["SPLITS"] = 1;
+    // 64 or 128 threads (up to the split), each taking span / wg positions: on the H200 a split of 256
     // positions ran 2-2.5% faster at 4k on 128 threads than on 256 (bench/EXPERIMENTS.md).
     uint32_t wg = 64;
     while (wg < 128 && 2 * wg <= s.split) wg *= 2;
@@ -521,7 +532,7 @@ bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
-  const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}}, {{"HD", s.hd}, {"NH", s.nh}, {"SPLIT", s.split}}};
+  const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}}, {{"HD", s.hd}, {"NH", s.nh}}};
   add(key, {att, part, *step_}, Grid::PerToken, s.nh);
   // The attention just before wrote att itself in its long passes (flash) and short decode steps.
   std::optional<AttnDirect> flash = std::move(flash_), decode = std::move(decode_);
