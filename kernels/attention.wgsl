@@ -1,5 +1,5 @@
 // Paged causal attention, split-K over the KV length (flash-decoding): one workgroup per (TQ tokens,
-// group of G query heads sharing one KV head, split of SPLIT positions) computes for each of its
+// group of G query heads sharing one KV head, split of step.split positions) computes for each of its
 // R = G x TQ query rows an unnormalised partial softmax·V with its running max m and sum l;
 // attention_combine merges the splits. Serving the heads of a KV head together (grouped-query
 // attention), and in long passes several tokens together, reads each key and value once per
@@ -13,7 +13,6 @@ override HD: u32;
 override NH: u32;
 override NKV: u32;
 override PAGE: u32;
-override SPLIT: u32;
 override SCALE: f32;
 override G: u32;  // query heads per workgroup: NH / NKV, or a divisor of it when that exceeds 8
 override TQ: u32 = 1u;  // tokens per workgroup (G x TQ <= 8)
@@ -61,20 +60,20 @@ fn sum_rows(lid: u32) {
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let n_splits = (step.pos0 + step.n_tokens + SPLIT - 1u) / SPLIT;
+  let n_splits = (step.pos0 + step.n_tokens + step.split - 1u) / step.split;
   let wg = flat_group(wid, nwg);
   let split = wg % n_splits;
   let h0 = ((wg / n_splits) % (NH / G)) * G;  // first query head of the group
   let kvh = h0 / (NH / NKV);
   let t0 = (wg / (n_splits * (NH / G))) * TQ;
   if (t0 >= step.n_tokens) { return; }
-  let start = split * SPLIT;
+  let start = split * step.split;
   // Row r attends to [start, ends[r]): its token's causal limit within the split (empty past the pass).
   var ends: array<u32, MAXR>;
   var end = start;  // the furthest of them
   for (var r = 0u; r < R; r++) {
     let t = t0 + r / G;
-    ends[r] = select(start, min(start + SPLIT, step.pos0 + t + 1u), t < step.n_tokens);
+    ends[r] = select(start, min(start + step.split, step.pos0 + t + 1u), t < step.n_tokens);
     end = max(end, ends[r]);
   }
   let hd4 = HD / 4u;

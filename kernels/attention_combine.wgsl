@@ -9,7 +9,6 @@
 
 override HD: u32;
 override NH: u32;
-override SPLIT: u32;
 
 @group(0) @binding(0) var<storage, read_write> att: array<f32>;  // [T, NH*HD]
 @group(0) @binding(1) var<storage, read> part: array<f32>;
@@ -36,7 +35,7 @@ fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let n_splits = (step.pos0 + step.n_tokens + SPLIT - 1u) / SPLIT;
+  let n_splits = (step.pos0 + step.n_tokens + step.split - 1u) / step.split;
   let g = flat_group(wid, nwg);
   let t = g / NH;
   let h = g % NH;

@@ -10,7 +10,7 @@
 // positions g, g + NG, ..., BATCH loads in flight. The groups' sums meet in workgroup memory at the
 // end. HD <= 128.
 //
-// With SPLIT > 0 (long contexts) a workgroup takes one query head's SPLIT positions and writes the
+// With SPLITS (long contexts) a workgroup takes one query head's step.split positions and writes the
 // split's unnormalised output, max and sum to `part` (bound where att is otherwise), as attention.wgsl
 // does, for attention_combine; the host then sizes WG to the split (64 or 128, graph.cpp).
 //
@@ -28,14 +28,14 @@ override PAGE: u32;
 override SCALE: f32;
 
 override WG: u32 = 256u;
-override SPLIT: u32 = 0u;  // 0: every position in one workgroup; else positions per split
+override SPLITS: bool = false;  // false: every position in one workgroup; true: splits of step.split
 const NEG: f32 = -1e30;  // finite "minus infinity": exp(NEG - NEG) stays defined
 const BATCH = 8u;  // 16-byte value chunks each thread loads before any is used (H200: 8 beat 16)
 override C: u32 = HD / 8u;   // 16-byte chunks (8 dims) per value row
 override NG: u32 = WG / C;   // position groups in softmax·V (HD 96: 21 x 12 threads, the rest idle)
 
 // QIN (q_in_plain or q_in_rope) declares bindings 1..3 (the query source, the caches) and any after 5.
-@group(0) @binding(0) var<storage, read_write> att: array<f32>;   // [NH*HD] (one token); SPLIT: part
+@group(0) @binding(0) var<storage, read_write> att: array<f32>;   // [NH*HD] (one token); SPLITS: part
 @group(0) @binding(4) var<storage, read> pages: array<u32>;
 @group(0) @binding(5) var<uniform> step: Step;
 const XQ_BINDING = 6u + QIN_BINDINGS;
@@ -80,14 +80,15 @@ fn halves8(v: vec4u) -> array<vec4f, 2> {
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let n_all = step.pos0 + 1u;  // the token sees positions [0, pos0]
-  let n_splits = select(1u, (n_all + SPLIT - 1u) / max(SPLIT, 1u), SPLIT > 0u);
+  let span = select(n_all, step.split, SPLITS);  // positions per split
+  let n_splits = (n_all + span - 1u) / span;
   let wg = flat_group(wid, nwg);
   let h = wg / n_splits;
   if (h >= NH) { return; }  // uniform: the whole workgroup
   let split = wg % n_splits;
   let kvh = h / (NH / NKV);
-  let start = split * SPLIT;  // 0 without splits
-  let n = select(n_all, min(n_all, start + SPLIT), SPLIT > 0u);  // positions [start, n)
+  let start = split * span;  // 0 without splits
+  let n = min(n_all, start + span);  // positions [start, n)
   q_prepare(h, kvh, step.pos0, lid);
   workgroupBarrier();
   let g = lid / C;
@@ -148,7 +149,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       r0 += osum[2u * (gg * C + lid)];
       r1 += osum[2u * (gg * C + lid) + 1u];
     }
-    if (SPLIT > 0u) {  // the split's unnormalised share for attention_combine: [NH][splits][HD + 2]
+    if (SPLITS) {  // the split's unnormalised share for attention_combine: [NH][splits][HD + 2]
       let pb = (h * n_splits + split) * (HD + 2u);
       for (var k = 0u; k < 4u; k++) {
         att[pb + 8u * lid + k] = r0[k];
@@ -167,7 +168,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
-  if (EMIT_Q8 && SPLIT == 0u) {  // a matvec on quantized weights reads att next: this head's HD / 32 units
+  if (EMIT_Q8 && !SPLITS) {  // a matvec on quantized weights reads att next: this head's HD / 32 units
     workgroupBarrier();
     for (var u = lid; u < HD / 32u; u += WG) {
       var v: array<vec4f, 8>;

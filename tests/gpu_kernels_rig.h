@@ -56,8 +56,8 @@ inline gpu::Buffer upload(const std::string& label, const std::vector<float>& v)
   return b;
 }
 
-inline gpu::Buffer step_buffer(uint32_t pos0, uint32_t n, uint32_t out_index = 0) {
-  StepParams p{pos0, n, out_index, 0};
+inline gpu::Buffer step_buffer(uint32_t pos0, uint32_t n, uint32_t out_index = 0, uint32_t split = 0) {
+  StepParams p{pos0, n, out_index, split};
   gpu::Buffer b = device().buffer("test.step", sizeof p, gpu::kUniform);
   device().write(b, &p, sizeof p);
   return b;

@@ -156,7 +156,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   gpu::Buffer proj = device().buffer("test.proj", T * 32 * 4);
   EncodedMatrix wo(GgmlType::Q8_0, 32, nh * hd, 14);
   Matrix wom = upload_matrix(device(), "test.wo", {&wo.view});
-  gpu::Buffer step = step_buffer(pos0, T);
+  gpu::Buffer step = step_buffer(pos0, T, 0, attention_split(split, pos0 + T, T));
   Graph g;
   GraphBuilder gb(k, g, step);
   if (pr.q8) gb.use_q8_x(xq, xs, T);
@@ -304,6 +304,16 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
                                   (c.q8 ? "_q8" : "");
                          });
 
+// One-token passes that would take more than 24 splits take splits twice as long; longer passes never.
+TEST(AttentionSplit, WideOnlyForLongOneTokenPasses) {
+  EXPECT_EQ(attention_split(128, 600, 1), 128u);
+  EXPECT_EQ(attention_split(128, 3072, 1), 128u);   // 24 splits
+  EXPECT_EQ(attention_split(128, 3073, 1), 256u);   // 25
+  EXPECT_EQ(attention_split(128, 4096, 7), 128u);   // a pass of 7 tokens
+  EXPECT_EQ(attention_split(32, 700, 1), 32u);      // 22 splits
+  EXPECT_EQ(attention_split(32, 800, 1), 64u);      // 25
+}
+
 // One-token attention without splits (attention_decode.wgsl): positions within one block of 256 and
 // across several, head sizes 32 to 128 (96: the value words do not fill the workgroup), G = 1..8.
 struct DecodeCase {
@@ -326,7 +336,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                            DecodeCase{300, 96, 2, true, true}, DecodeCase{700, 128, 8, false, true},
                                            DecodeCase{100, 32, 4, true, false}, DecodeCase{0, 64, 2, false, true, true},
                                            DecodeCase{300, 128, 4, true, true, true}, DecodeCase{700, 96, 1, false, false, true},
-                                           DecodeCase{2100, 64, 2, false, true, true},  // 66 splits: two chunks of the combine
+                                           DecodeCase{2100, 64, 2, false, true, true},  // 66 splits of 32: 33 of 64 (attention_split)
                                            DecodeCase{0, 64, 1, false, true, false, true}, DecodeCase{37, 128, 4, true, true, false, true},
                                            DecodeCase{300, 96, 2, true, false, false, true}, DecodeCase{700, 128, 8, false, true, false, true},
                                            DecodeCase{0, 64, 2, false, true, true, true}, DecodeCase{300, 128, 4, true, true, true, true},

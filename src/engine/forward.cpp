@@ -7,8 +7,9 @@
 
 namespace ztvm {
 
-// Attention splits (Forward::kSplit, H200 at 4k with the f16 cache: 128 positions beat 64 by 4%, and 256
-// on 128 threads beat 128 by 1.8-2.9%; 512 lost 3%).
+// Attention splits of Forward::kSplit positions (H200 at 4k with the f16 cache: 128 beat 64 by 4%), or
+// twice that in one-token passes past 24 splits (attention_split: 256 on 128 threads beat 128 by 3-4% at
+// 4k and lost 1.5-6% at 600-1,024 positions; 512 lost 3%).
 // Decode steps that see up to 512 positions take attention_decode.wgsl instead: no splits (graph.cpp).
 // Passes of up to kQ8MaxTokens tokens run the matvec on int8 x (graph.h use_q8_x): groups of
 // kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes a GEMM.
@@ -164,8 +165,8 @@ void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_to
     throw std::runtime_error("pass of " + std::to_string(n_tokens) + " tokens with all logits (limit " + std::to_string(logits_rows_) + ")");
   if (pos0 + n_tokens > max_context_)
     throw std::runtime_error("context full: " + std::to_string(pos0 + n_tokens) + " tokens exceed the context of " + std::to_string(max_context_));
-  StepParams p{pos0, n_tokens, out_index, 0};
-  StepParams last{pos0 + n_tokens - 1, 1, out_index, 0};
+  StepParams p{pos0, n_tokens, out_index, attention_split(kSplit, pos0 + n_tokens, n_tokens)};
+  StepParams last{pos0 + n_tokens - 1, 1, out_index, p.split};
   dev_.write(s_.step, &p, sizeof p);
   dev_.write(s_.step_last, &last, sizeof last);
   graph(head).encode(rec, pos0, n_tokens);

@@ -21,7 +21,7 @@ enum class Head {
 class Forward {
  public:
   static constexpr uint32_t kPage = 16;  // tokens per KV page
-  static constexpr uint32_t kSplit = 256;  // KV positions per attention split
+  static constexpr uint32_t kSplit = 128;  // KV positions per attention split (attention_split: or twice)
   static constexpr uint32_t kLogitsRows = 512;  // the longest pass with every token's logits (Head::AllLogits)
 
   // max_context: positions one sequence may use. kv_pages: physical KV pages shared by all sequences

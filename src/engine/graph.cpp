@@ -59,6 +59,15 @@ Variant Dispatch::variant(uint32_t n_tokens) const {
   return Variant::Main;
 }
 
+// H200, splits of 128 against 256 (bench/EXPERIMENTS.md): 128 won by 1.5-6% at 600-1,024 positions and
+// by -0.4..+1.8% at ~2,100; 256 won by 3-4% at ~4,100. The turn lies between; 24 splits (3,072 positions)
+// is its middle, not measured itself.
+static constexpr uint32_t kAttnWideSplits = 24;
+
+uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens) {
+  return n_tokens == 1 && (positions + split - 1) / split > kAttnWideSplits ? 2 * split : split;
+}
+
 void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
   const uint32_t tiles = (n_tokens + 63) / 64;
   for (const Dispatch& d : ops) {
@@ -89,7 +98,8 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       case Grid::PerToken: groups = d.a * n_tokens; break;
       case Grid::GemmTiles: groups = d.a * tiles; break;
       case Grid::AttentionSplits: {
-        const uint32_t splits = (pos0 + n_tokens + d.b - 1) / d.b;
+        const uint32_t span = attention_split(d.b, pos0 + n_tokens, n_tokens);
+        const uint32_t splits = (pos0 + n_tokens + span - 1) / span;
         const uint64_t kv_bytes = d.bytes_per_position * (pos0 + n_tokens);  // the cache, read once
         if (d.decode && n_tokens == 1 && pos0 + 1 <= d.decode_max) {  // no splits
           if (d.decode_q8)
@@ -266,8 +276,12 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
       std::map<std::string, double> mc = c;
       const bool fused = tt == 1 && norm && first_part;
-      // x made per workgroup: kNormRows rows each, so that work is shared by many rows.
-      const uint32_t groups = fused ? kNormRows / rpl : 2;
+      // x made per workgroup: kNormRows rows each, so that work is shared by many rows; 48 on matrices
+      // past 128 such workgroups that are not gated (gated ones emit 32-row units). H200: Qwen3-4B's
+      // 6,144-row QKV in 128 workgroups of 48 rows rather than 192 of 32, +1.4% decode; on the 1B's
+      // 3,072 rows 24 and 16 lost 0-1% (bench/EXPERIMENTS.md).
+      const uint32_t norm_rows = !w.gated && p.rows > 128 * kNormRows ? 48 : kNormRows;
+      const uint32_t groups = fused ? norm_rows / rpl : 2;
       const uint32_t lanes_here = tt > 1 ? q8_lanes_ : groups * lanes > 1024 ? 32 : lanes;
       const uint32_t wg = tt == 1 ? groups * lanes_here : 64;
       mc["RPL"] = rpl, mc["LANES"] = lanes_here, mc["WG"] = wg;
@@ -448,7 +462,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
   if (s.hd % 8 != 0 || s.hd > 128) throw ModelError("attention: head size " + std::to_string(s.hd) + " is not a multiple of 8 up to 128");
   auto key = [&](uint32_t g) -> gpu::KernelKey {
     return {"attention", {},
-            {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SPLIT", s.split}, {"G", g},
+            {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", g},
              {"SCALE", 1.0 / std::sqrt((double)s.hd)}}};
   };
   const std::vector<gpu::Binding> b = {part, q, k_cache, v_cache, pages, *step_};
@@ -491,10 +505,10 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                  {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}},
                   {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
                  {att, q, k_cache, v_cache, pages, *step_}};
-    gpu::KernelKey sk = o.key;  // longer one-token passes: splits of s.split positions
-    sk.constants["SPLIT"] = s.split;
-    // 64 or 128 threads (up to the split), each taking split / wg positions: on the H200 a split of 256
-    // positions ran 2-3% faster at 4k on 128 threads than on 256 (bench/EXPERIMENTS.md).
+    gpu::KernelKey sk = o.key;  // longer one-token passes: over splits (attention_split)
+    sk.constants["SPLITS"] = 1;
+    // 64 or 128 threads (up to the split), each taking span / wg positions: on the H200 a split of 256
+    // positions ran 2-2.5% faster at 4k on 128 threads than on 256 (bench/EXPERIMENTS.md).
     uint32_t wg = 64;
     while (wg < 128 && 2 * wg <= s.split) wg *= 2;
     sk.constants["WG"] = wg;
@@ -528,7 +542,7 @@ bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
-  const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}}, {{"HD", s.hd}, {"NH", s.nh}, {"SPLIT", s.split}}};
+  const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}}, {{"HD", s.hd}, {"NH", s.nh}}};
   add(key, {att, part, *step_}, Grid::PerToken, s.nh);
   // The attention just before wrote att itself in its long passes (flash) and short decode steps.
   std::optional<AttnDirect> flash = std::move(flash_), decode = std::move(decode_);

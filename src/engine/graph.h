@@ -16,8 +16,15 @@ namespace ztvm {
 
 // Mirrors `Step` in kernels/common.wgsl.
 struct StepParams {
-  uint32_t pos0, n_tokens, out_index, pad;
+  uint32_t pos0, n_tokens, out_index, split;
 };
+
+// Positions per attention split in a pass of n_tokens that ends at `positions`, for a graph built with
+// splits of `split` (AttnShape): twice that for one-token passes that would take more than
+// kAttnWideSplits splits, where fewer, longer splits pay (H200, bench/EXPERIMENTS.md) while shorter
+// contexts keep enough workgroups to fill the GPU. Whoever writes the step writes it (Forward::encode);
+// Graph::encode sizes the grid with it, and the attention kernels and the combine read it.
+uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens);
 
 enum class Grid {
   Fixed,          // a groups, whatever the pass
