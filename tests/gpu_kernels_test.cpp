@@ -353,6 +353,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
 // the CPU reference. F16: with this random model's Q8_0 weights even one-token
 // passes differ from the int8 CPU twin by ~1e-4 (int8 roundings flip); FlashAttentionTest checks
 // the int8 units of att.
+// Flash attention's KV tile: 64 positions where the workgroup memory holds them. The shape tests above
+// run both on lavapipe (32 KB): 64 at HD 32 and 64, 32 at HD 96 and 128.
+TEST(Kernels, FlashTileFitsWorkgroupMemory) {
+  EXPECT_EQ(GraphBuilder::flash_tile(64, 32768), 64u);
+  EXPECT_EQ(GraphBuilder::flash_tile(96, 32768), 32u);
+  EXPECT_EQ(GraphBuilder::flash_tile(128, 32768), 32u);
+  EXPECT_EQ(GraphBuilder::flash_tile(128, 49152), 64u);  // the H200
+}
+
 TEST(Kernels, FlashForwardMatchesCpuReference) {
   ModelConfig c = synth_shape("tiny");
   c.hidden_size = 512, c.head_dim = c.rotary_dim = 64, c.num_key_value_heads = 2;

@@ -493,6 +493,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", fg},
                 {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
               {att, q, k_cache, v_cache, pages, *step_}};
+    f.key.constants["TILE"] = flash_tile(s.hd, k_.device().limits().maxComputeWorkgroupStorageSize);
     const gpu::Pipeline& fp = k_.get(f.key);
     d.flash = &fp;
     d.flash_group = k_.device().bind(fp, f.bindings, "attention_flash:" + att.label());
@@ -535,6 +536,15 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     decode_ = std::move(o);
   }
   rope_.reset();
+}
+
+// KV positions per flash attention step: 64 where the workgroup's memory holds them (the H200's 48 KB at
+// every HD; lavapipe's 32 KB up to HD 64), else 32. Its arrays: the 32 query rows (HD / 4 + 1 vec4s
+// each), a tile of keys or values, a tile of weights (8 vec4s per position) and 128 vec4s for the
+// reductions.
+uint32_t GraphBuilder::flash_tile(uint32_t hd, uint32_t wg_bytes) {
+  const auto bytes = [&](uint32_t tile) { return 16 * (kAttnFlashRows * (hd / 4 + 1) + tile * hd / 8 + tile * 8 + 128); };
+  return bytes(64) <= wg_bytes ? 64 : 32;
 }
 
 bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {

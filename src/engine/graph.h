@@ -152,6 +152,7 @@ class GraphBuilder {
   // Whether flash attention serves every pass of 2+ tokens for these heads (then only one-token
   // passes, decode over splits, write split partials).
   static bool flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv);
+  static uint32_t flash_tile(uint32_t hd, uint32_t wg_bytes);
   void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
   void add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, const gpu::KernelKey& key,
                       uint32_t row_tiles, uint32_t max_tokens);
