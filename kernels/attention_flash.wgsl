@@ -5,7 +5,9 @@
 // x_out_q8 also as int8 units for gemm_q8. Token t sees positions [0, pos0 + t]. HD % 32 == 0, <= 128.
 //
 // 128 threads; thread (rg, cg) = (lid % 8, lid / 8) owns the rows rg + 8i (i < 4): in the scores
-// S = Q K^T the positions cg and cg + 16 of the tile, in O = P V the dims [cg HD/16, (cg + 1) HD/16).
+// S = Q K^T the positions cg + 16k (k < TILE / 16) of the tile, in O = P V the dims
+// [cg HD/16, (cg + 1) HD/16). TILE is 64 positions where workgroup memory holds it (GraphBuilder), so
+// a tile's four barriers serve twice the positions, else 32.
 // Every workgroup-memory load feeds 16-32 FMAs (the blocked kernel fed 1-2), and the 8 row groups in
 // a warp read 8 neighbouring rows or one 128-byte line, so the loads take one pass each.
 //!include common
@@ -29,27 +31,29 @@ const XQ_BINDING = 6u;
 const NEG: f32 = -1e30;  // finite "minus infinity": exp2(NEG - m) is 0, exp2(NEG - NEG) stays defined
 const LOG2E: f32 = 1.4426950408889634;
 const ROWS = 32u;        // query rows per workgroup
-const TILE = 32u;        // KV positions per step
+override TILE: u32 = 32u;  // KV positions per step: 32 or 64
+override PPT: u32 = TILE / 16u;  // positions per thread in the scores
 const WG = 128u;
 override TQ: u32 = ROWS / G;  // tokens per workgroup
 override HD4: u32 = HD / 4u;
 override HD8: u32 = HD / 8u;
 override QST: u32 = HD / 4u + 1u;  // vec4s per row of qt: one of padding, so neighbouring rows start in other banks
-override NL: u32 = HD / 32u;       // vec4u each thread loads per tile of keys (and of values): 32 x HD / 8 / 128
+override NL: u32 = TILE * HD / 1024u;  // vec4u each thread loads per tile of keys (and of values): TILE x HD / 8 / 128
 override W: u32 = HD / 32u;        // f16 pairs (words) of a value row each thread owns: HD / 16 dims
 override QT_LEN: u32 = ROWS * QST;
 override KV_LEN: u32 = TILE * HD / 8u;
+override PT_LEN: u32 = TILE * 8u;
 
-// 16.5 + 8 + 4 + 2 KB at HD 128, within lavapipe's 32 KB.
+// 16.5 + 8 + 4 + 2 KB at HD 128 and TILE 32, within lavapipe's 32 KB; 42.5 KB with TILE 64.
 var<workgroup> qt: array<vec4f, QT_LEN>;  // [32 rows][QST]: queries x SCALE x log2(e), f32; at the end the output
 var<workgroup> kv: array<vec4u, KV_LEN>;  // keys [HD / 8][32 positions], then values [32 positions][HD / 8]
-var<workgroup> pt: array<vec4f, 256>;     // [32 positions][8 row groups]: the weights of rows rg + 8i
+var<workgroup> pt: array<vec4f, PT_LEN>;  // [TILE positions][8 row groups]: the weights of rows rg + 8i
 var<workgroup> red: array<vec4f, 128>;    // [16 column groups][8 row groups]: partial row maxima, then sums
 
-// This thread's share of a tile's keys (positions b..b+31, past `end` the last valid one, weighted 0):
-// vec4u i = lid + 128 n is dims [8 (i / 32), +8) of position b + i % 32, as kv holds keys.
-fn load_keys(b: u32, end: u32, kvh: u32, lid: u32) -> array<vec4u, 4> {
-  var r: array<vec4u, 4>;
+// This thread's share of a tile's keys (positions b..b+TILE-1, past `end` the last valid one, weighted
+// 0): vec4u i = lid + 128 n is dims [8 (i / TILE), +8) of position b + i % TILE, as kv holds keys.
+fn load_keys(b: u32, end: u32, kvh: u32, lid: u32) -> array<vec4u, 8> {
+  var r: array<vec4u, 8>;
   for (var n = 0u; n < NL; n++) {
     let i = lid + n * WG;
     let p = min(b + i % TILE, end - 1u);
@@ -59,8 +63,8 @@ fn load_keys(b: u32, end: u32, kvh: u32, lid: u32) -> array<vec4u, 4> {
 }
 
 // And of its values: vec4u i is dims [8 (i % (HD / 8)), +8) of position b + i / (HD / 8).
-fn load_values(b: u32, end: u32, kvh: u32, lid: u32) -> array<vec4u, 4> {
-  var r: array<vec4u, 4>;
+fn load_values(b: u32, end: u32, kvh: u32, lid: u32) -> array<vec4u, 8> {
+  var r: array<vec4u, 8>;
   for (var n = 0u; n < NL; n++) {
     let i = lid + n * WG;
     let p = min(b + i / HD8, end - 1u);
@@ -114,26 +118,29 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let more = b + TILE < end;
     if (more) { kr = load_keys(b + TILE, end, kvh, lid); }  // in flight while this tile computes
 
-    // Scores of rows rg + 8i at positions cg and cg + 16: 64 FMAs per 8 dims of keys.
+    // Scores of rows rg + 8i at positions cg + 16k: 32 PPT FMAs per 8 dims of keys.
     // An explicit zero: a declaration alone zeroed it only on the first tile (Dawn's SPIR-V on lavapipe).
-    var s = array<vec2f, 4>();
+    var s = array<vec4f, 4>();  // [row i][position k]
     for (var d = 0u; d < HD8; d++) {
-      let k0 = kv[d * TILE + cg];
-      let k1 = kv[d * TILE + cg + 16u];
-      let a0 = halves(k0.x, k0.y);
-      let b0 = halves(k0.z, k0.w);
-      let a1 = halves(k1.x, k1.y);
-      let b1 = halves(k1.z, k1.w);
+      var ka: array<vec4f, 4>;
+      var kb: array<vec4f, 4>;
+      for (var k = 0u; k < PPT; k++) {
+        let kw = kv[d * TILE + cg + 16u * k];
+        ka[k] = halves(kw.x, kw.y);
+        kb[k] = halves(kw.z, kw.w);
+      }
       for (var i = 0u; i < 4u; i++) {
         let qa = qt[(rg + 8u * i) * QST + 2u * d];
         let qb = qt[(rg + 8u * i) * QST + 2u * d + 1u];
-        s[i] = vec2f(dot8(s[i].x, qa, qb, a0, b0), dot8(s[i].y, qa, qb, a1, b1));
+        for (var k = 0u; k < PPT; k++) { s[i][k] = dot8(s[i][k], qa, qb, ka[k], kb[k]); }
       }
     }
-    var mx: vec4f;
+    var mx = vec4f(NEG);
     for (var i = 0u; i < 4u; i++) {
-      s[i] = select(vec2f(NEG), s[i], vec2u(b + cg, b + cg + 16u) <= vec2u(last[i]));  // causal mask
-      mx[i] = max(s[i].x, s[i].y);
+      for (var k = 0u; k < PPT; k++) {
+        s[i][k] = select(NEG, s[i][k], b + cg + 16u * k <= last[i]);  // causal mask
+        mx[i] = max(mx[i], s[i][k]);
+      }
     }
     red[cg * 8u + rg] = mx;
     workgroupBarrier();  // publishes the maxima; everyone is done with the keys
@@ -146,15 +153,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var c = 0u; c < 16u; c++) { m_new = max(m_new, red[c * 8u + rg]); }
     let alpha = exp2(m - m_new);
     m = m_new;
-    var p0: vec4f;
-    var p1: vec4f;
-    for (var i = 0u; i < 4u; i++) {
-      p0[i] = exp2(s[i].x - m[i]);
-      p1[i] = exp2(s[i].y - m[i]);
+    var psum = vec4f(0.0);
+    for (var k = 0u; k < PPT; k++) {
+      var pk: vec4f;  // position cg + 16k's weights for the 4 rows
+      for (var i = 0u; i < 4u; i++) { pk[i] = exp2(s[i][k] - m[i]); }
+      pt[(cg + 16u * k) * 8u + rg] = pk;
+      psum += pk;
     }
-    pt[cg * 8u + rg] = p0;
-    pt[(cg + 16u) * 8u + rg] = p1;
-    l = l * alpha + p0 + p1;
+    l = l * alpha + psum;
     for (var k = 0u; k < 2u * W; k++) { o[k] *= alpha; }
     workgroupBarrier();  // publishes the weights and the values
 

@@ -161,6 +161,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   GraphBuilder gb(k, g, step);
   if (pr.q8) gb.use_q8_x(xq, xs, T);
   gb.use_rope_in_decode(pr.rope_in_decode);
+  gb.force_flash_tile(64);  // where it fits (lavapipe: HD <= 64); HD 96 and 128 take 32
   gb.rope_kv(q, kcb, vcb, qkv, auxb, rope, pageb, gs);
   gb.attention(att, part, q, kcb, vcb, pageb, gs);
   gb.attention_combine(att, part, gs);
@@ -353,6 +354,17 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
 // the CPU reference. F16: with this random model's Q8_0 weights even one-token
 // passes differ from the int8 CPU twin by ~1e-4 (int8 roundings flip); FlashAttentionTest checks
 // the int8 units of att.
+// Flash attention's KV tile: 64 positions on heads of 128+ dims where the workgroup memory holds them.
+// The shape tests above force 64 where it fits, so lavapipe (32 KB) runs 64 at HD 32 and 64, and 32 at
+// HD 96 and 128.
+TEST(Kernels, FlashTileFitsWorkgroupMemory) {
+  EXPECT_EQ(GraphBuilder::flash_tile(64, 49152), 32u);
+  EXPECT_EQ(GraphBuilder::flash_tile(128, 32768), 32u);
+  EXPECT_EQ(GraphBuilder::flash_tile(128, 49152), 64u);  // the H200
+  EXPECT_LE(GraphBuilder::flash_bytes(64, 64), 32768u);
+  EXPECT_GT(GraphBuilder::flash_bytes(96, 64), 32768u);
+}
+
 TEST(Kernels, FlashForwardMatchesCpuReference) {
   ModelConfig c = synth_shape("tiny");
   c.hidden_size = 512, c.head_dim = c.rotary_dim = 64, c.num_key_value_heads = 2;

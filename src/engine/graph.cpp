@@ -493,6 +493,9 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", fg},
                 {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
               {att, q, k_cache, v_cache, pages, *step_}};
+    const uint32_t wg_bytes = k_.device().limits().maxComputeWorkgroupStorageSize;
+    f.key.constants["TILE"] = flash_tile_force_ && flash_bytes(s.hd, flash_tile_force_) <= wg_bytes
+                                  ? flash_tile_force_ : flash_tile(s.hd, wg_bytes);
     const gpu::Pipeline& fp = k_.get(f.key);
     d.flash = &fp;
     d.flash_group = k_.device().bind(fp, f.bindings, "attention_flash:" + att.label());
@@ -535,6 +538,18 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     decode_ = std::move(o);
   }
   rope_.reset();
+}
+
+// KV positions per flash attention step: 64 on heads of 128+ dims where the workgroup's memory holds
+// them (the H200's 48 KB), else 32. H200 (bench/EXPERIMENTS.md): 64 gained 2% on Qwen3-4B's 1,024-token
+// prefill and 10% on a 4,096-position one, and lost 4% on Llama-3.2-1B's (64 dims) 512 and 1,024.
+uint32_t GraphBuilder::flash_tile(uint32_t hd, uint32_t wg_bytes) {
+  return hd >= 128 && flash_bytes(hd, 64) <= wg_bytes ? 64 : 32;
+}
+// The kernel's arrays: 32 query rows of HD / 4 + 1 vec4s, a tile of keys or values, a tile of weights
+// (8 vec4s per position) and 128 vec4s for the reductions.
+uint32_t GraphBuilder::flash_bytes(uint32_t hd, uint32_t tile) {
+  return 16 * (kAttnFlashRows * (hd / 4 + 1) + tile * hd / 8 + tile * 8 + 128);
 }
 
 bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
