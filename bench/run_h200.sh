@@ -164,8 +164,11 @@ summarize
 
 # --- interleaved rounds: A (ztvm) then B (llama.cpp), per model, R times -------------------------
 LB_FLAGS="-fa 1 -ngl 99 -r $REPS -o json"
-meta ours_flags "bench -p 35 -n 128 | -p 512 -n 1 | -p 1024 -n 1 | -d 4096 -p 35 -n 128; -r $REPS --warmup 1"
-meta llamacpp_flags "-p 32,512,1024 -n 128 $LB_FLAGS | -p 0 -n 128 -d 4096 $LB_FLAGS"
+# Warm-up on both sides, so that neither is measured while the GPU clocks up from idle (it idles during
+# each model load): ztvm bench runs unmeasured passes for >= 500 ms (--warmup-ms); llama-bench's first
+# test is a pp4096 that is not reported (0.4-1.1 s with its own warm-up run), before pp32/512/1024.
+meta ours_flags "bench -p 35 -n 128 | -p 512 -n 1 | -p 1024 -n 1 | -d 4096 -p 35 -n 128; -r $REPS --warmup 1 --warmup-ms 500"
+meta llamacpp_flags "-p 4096,32,512,1024 -n 128 $LB_FLAGS (pp4096 as warm-up, not reported) | -p 0 -n 128 -d 4096 $LB_FLAGS"
 for r in $(seq 1 "$ROUNDS"); do
   for m in $READY; do
     tag=${m/:/_} f=$MODEL_DIR/${m/:/_}.gguf p=$RAW/${tag}_r$r
@@ -177,7 +180,7 @@ for r in $(seq 1 "$ROUNDS"); do
     step "ours_${tag}_r${r}_d4096" 90 - "$ZTVM" bench -m "$f" -d 4096 -p 35 -n 128 -r "$REPS" --json "${p}_ours_d4096.json"
     if [ -n "$LB" ]; then
       # shellcheck disable=SC2086
-      step "llamacpp_${tag}_r${r}" 120 "${p}_llamacpp.json" "$LB" -m "$f" -p 32,512,1024 -n 128 $LB_FLAGS
+      step "llamacpp_${tag}_r${r}" 120 "${p}_llamacpp.json" "$LB" -m "$f" -p 4096,32,512,1024 -n 128 $LB_FLAGS
       # -p 0: only tg128 at depth 4096 (the default -p 512 would add a pp512 @ d4096 test).
       # shellcheck disable=SC2086
       step "llamacpp_${tag}_r${r}_d4096" 120 "${p}_llamacpp_d4096.json" "$LB" -m "$f" -p 0 -n 128 -d 4096 $LB_FLAGS

@@ -147,6 +147,13 @@ TEST(Cli, BenchReportsAndKnocksOutRoles) {
   EXPECT_GT(j.at("decode_tps").get<double>(), 0);
   EXPECT_EQ(j.at("tokens").size(), 8u);
   EXPECT_TRUE(j.at("knockout").empty());
+  EXPECT_EQ(j.at("warmup_runs").get<uint32_t>(), 0u);  // --warmup 0: none, whatever --warmup-ms says
+
+  // The warm-up: at least --warmup runs, more until --warmup-ms have passed, none of them measured.
+  r = run_ztvm("bench -m " + m + " -p 4 -n 2 -r 1 --warmup 1 --warmup-ms 300 --json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("warm-up"), std::string::npos) << r.out;
+  EXPECT_GE(nlohmann::json::parse(read_file(json.string())).at("warmup_runs").get<uint32_t>(), 1u);
 
   r = run_ztvm("bench -m " + m + " -p 8 -n 8 -r 2 --warmup 0 --knockout matvec_q8_q4_0 --json " + json.string());
   ASSERT_EQ(r.status, 0) << r.err;

@@ -1,8 +1,9 @@
 // ztvm bench: TTFT, decode and total tok/s (and decode GB/s) as the median of N runs after a
-// warm-up. Every run starts from an empty KV cache (full prefill), decodes greedily ignoring EOS,
+// warm-up of at least --warmup runs and --warmup-ms of wall time. Every run starts from an empty KV cache (full prefill), decodes greedily ignoring EOS,
 // and must produce the same tokens as the first run with no GPU error — or no number is reported.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -22,13 +23,14 @@ static int run_bench(int argc, char** argv) {
   CLI::App app{"Measure TTFT, decode and total tok/s (median of runs, tokens verified)", argv[0]};
   EngineOptions eo;
   eo.add_to(app, /*model_required=*/false);
-  uint32_t n_prompt = 35, n_gen = 128, runs = 5, warmup = 1, depth = 0;
+  uint32_t n_prompt = 35, n_gen = 128, runs = 5, warmup = 1, warmup_ms = 500, depth = 0;
   std::string json_out;
   bool profile = false;
   app.add_option("-p,--n-prompt", n_prompt, "prompt tokens")->check(CLI::Range(1u, 1u << 20));
   app.add_option("-n,--n-gen", n_gen, "tokens to generate")->check(CLI::Range(1u, 1u << 20));
   app.add_option("-r,--runs", runs, "measured runs")->check(CLI::Range(1u, 1000u));
-  app.add_option("--warmup", warmup, "unmeasured runs first");
+  app.add_option("--warmup", warmup, "unmeasured runs first (0: none, whatever --warmup-ms says)");
+  app.add_option("--warmup-ms", warmup_ms, "and more unmeasured runs until this much wall time has passed");
   app.add_option("-d,--depth", depth, "tokens already in the KV cache before the prompt (long-context decode)");
   app.add_option("--json", json_out, "write results as JSON to this file");
   app.add_flag("--profile", profile, "after the runs, time every kernel with GPU timestamps (prefill, then decode)");
@@ -60,9 +62,10 @@ static int run_bench(int argc, char** argv) {
   full.insert(full.end(), prompt.begin(), prompt.end());
 
   e.device->set_knockout({knockout.begin(), knockout.end()});
-  std::vector<double> ttft, decode_tps, total_tps, prefill_tps, encode_us, wait_us;
+  // One run: a full prefill (after the depth's, untimed) and n_gen greedy tokens, checked.
   std::vector<int32_t> first_tokens;
-  for (uint32_t r = 0; r < warmup + runs; r++) {
+  uint32_t n_done = 0;
+  auto run_once = [&]() {
     Generator& gen = *e.generator;
     gen.reset();
     if (depth) gen.generate(context, 0, [](int32_t) { return true; });  // fill the cache (not timed)
@@ -75,9 +78,26 @@ static int run_bench(int argc, char** argv) {
     if (st.n_prefilled != n_prompt)
       throw std::runtime_error("bench: expected a prefill of " + std::to_string(n_prompt) + " tokens, did " + std::to_string(st.n_prefilled));
     if (toks.size() != n_gen) throw std::runtime_error("bench: generated " + std::to_string(toks.size()) + " tokens, expected " + std::to_string(n_gen));
-    if (r == 0) first_tokens = toks;
-    else if (toks != first_tokens) throw std::runtime_error("bench: run " + std::to_string(r) + " generated different tokens than run 0");
-    if (r < warmup) continue;
+    if (n_done == 0) first_tokens = toks;
+    else if (toks != first_tokens) throw std::runtime_error("bench: run " + std::to_string(n_done) + " generated different tokens than run 0");
+    n_done++;
+    return st;
+  };
+  // Warm-up by count and by time: an idle GPU clocks down (the H200 to 345 MHz after ~2 s, as while the
+  // model loads) and takes longer than a short run to clock up again; with one warm-up run a 22 ms
+  // prefill once read 3x slow in every measured run (bench/EXPERIMENTS.md, nineteenth paired run).
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point warm_t0 = Clock::now();
+  auto warm_ms = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - warm_t0).count(); };
+  uint32_t warm_runs = 0;
+  while (warm_runs < warmup || (warmup > 0 && warm_ms() < warmup_ms)) {
+    run_once();
+    warm_runs++;
+  }
+  const double warm_total_ms = warm_ms();
+  std::vector<double> ttft, decode_tps, total_tps, prefill_tps, encode_us, wait_us;
+  for (uint32_t r = 0; r < runs; r++) {
+    const GenerateStats st = run_once();
     ttft.push_back(st.ttft_ms);
     prefill_tps.push_back(n_prompt / (st.ttft_ms / 1e3));
     decode_tps.push_back(n_gen > 1 ? (n_gen - 1) / (st.decode_ms / 1e3) : 0);
@@ -90,9 +110,10 @@ static int run_bench(int argc, char** argv) {
   if (!knockout.empty()) {
     if (e.device->knocked_out() == 0) throw std::runtime_error("bench: no dispatch has a knocked-out role (see --profile for the roles)");
     std::printf("knockout: %.1f dispatches per run left out; the output is not the model's\n",
-                (double)e.device->knocked_out() / (warmup + runs));
+                (double)e.device->knocked_out() / (warm_runs + runs));
   }
-  std::printf("model %s | prompt %u (depth %u) | gen %u | runs %u\n", e.model->path.c_str(), n_prompt, depth, n_gen, runs);
+  std::printf("model %s | prompt %u (depth %u) | gen %u | runs %u | warm-up %u runs, %.0f ms\n", e.model->path.c_str(),
+              n_prompt, depth, n_gen, runs, warm_runs, warm_total_ms);
   std::printf("TTFT %.2f ms | prefill %.1f tok/s | decode %.1f tok/s | total %.1f tok/s | decode %.1f GB/s (%.1f MB/token)\n",
               median(ttft), median(prefill_tps), dec, median(total_tps), bytes * dec / 1e9, bytes / 1e6);
   // Decode is host-bound when recording a step takes longer than the GPU runs one (then the wait is ~0).
@@ -124,6 +145,7 @@ static int run_bench(int argc, char** argv) {
                         {"n_gen", n_gen},
                         {"depth", depth},
                         {"runs", runs},
+                        {"warmup_runs", warm_runs},
                         {"weight_bytes_per_token", bytes},
                         {"ttft_ms", median(ttft)},
                         {"prefill_tps", median(prefill_tps)},
