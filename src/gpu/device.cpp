@@ -180,11 +180,28 @@ Device::Device(const Options& opts) {
   timestamps_ = opts.timestamps && info_.timestamps;
   if (timestamps_) req.push_back(WGPUFeatureName_TimestampQuery);
   // Timestamps in real nanoseconds (Dawn quantizes them by default).
-  const char* dis_toggles[] = {"timestamp_quantization"};
+  std::vector<std::string> en_names, dis_names = {"timestamp_quantization"};
+  if (const char* t = std::getenv("ZTVM_GPU_TOGGLES")) {  // experiment: "a,b,-c" (c disabled)
+    std::string all = t;
+    for (size_t at = 0; at <= all.size();) {
+      size_t comma = all.find(',', at);
+      if (comma == std::string::npos) comma = all.size();
+      std::string name = all.substr(at, comma - at);
+      if (!name.empty() && name[0] == '-') dis_names.push_back(name.substr(1));
+      else if (!name.empty()) en_names.push_back(name);
+      at = comma + 1;
+    }
+  }
+  for (const auto& n : en_names) if (n == "disable_robustness") slack_ = 16;
+  std::vector<const char*> en_toggles, dis_toggles;
+  for (const auto& n : en_names) en_toggles.push_back(n.c_str());
+  for (const auto& n : dis_names) dis_toggles.push_back(n.c_str());
   WGPUDawnTogglesDescriptor dtog{};
   dtog.chain.sType = WGPUSType_DawnTogglesDescriptor;
-  dtog.disabledToggleCount = 1;
-  dtog.disabledToggles = dis_toggles;
+  dtog.enabledToggleCount = en_toggles.size();
+  dtog.enabledToggles = en_toggles.data();
+  dtog.disabledToggleCount = dis_toggles.size();
+  dtog.disabledToggles = dis_toggles.data();
   WGPULimits want = info_.limits;  // everything the adapter offers (large bindings matter)
   WGPUDeviceDescriptor dd{};
   dd.nextInChain = &dtog.chain;
@@ -237,7 +254,7 @@ void Device::check() {
 
 // ---------------------------------------------------------------- buffers
 Buffer Device::buffer(const std::string& label, uint64_t size, WGPUBufferUsage usage) {
-  size = (size + 15) & ~uint64_t(15);  // copies work in 4-byte units; weights are bound as 16-byte words
+  size = ((size + 15) & ~uint64_t(15)) + slack_;  // copies work in 4-byte units; weights are bound as 16-byte words
   if (size == 0) size = 16;
   if (size > info_.limits.maxBufferSize)
     throw GpuError("buffer '" + label + "' needs " + std::to_string(size) + " bytes; this GPU allows " +

@@ -174,6 +174,7 @@ class Device {
   std::atomic<bool> has_error_{false};
   std::atomic<bool> lost_{false};
   bool timestamps_ = false;
+  uint64_t slack_ = 0;  // bytes past each buffer's size when robust access is off (kernels that read a word ahead)
   class Profiler* profiler_ = nullptr;
   std::set<std::string> knockout_;
   uint64_t knocked_out_ = 0;
