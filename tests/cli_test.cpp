@@ -133,6 +133,29 @@ TEST(Cli, BadInputsGiveOneLineAndExit1) {
   fs::remove_all(tmp);
 }
 
+// By default the device runs without WebGPU's bounds clamps and workgroup zeroing; --gpu-robust keeps
+// them. The kernels must give the same tokens either way: prefill through the GEMM and flash
+// attention, decode past 512 positions (the split attention and its combine).
+TEST(Cli, RobustGpuModeGivesTheSameTokens) {
+  const std::string m = kStories + "stories260K-Q4_0.gguf";
+  fs::path json = fs::temp_directory_path() / "ztvm_bench_robust.json";
+  std::vector<std::vector<int>> tokens;
+  for (const std::string flag : {"", " --gpu-robust"}) {
+    CliRun r = run_ztvm("bench -m " + m + " --ctx 1024 -d 520 -p 100 -n 12 -r 1 --warmup 0 --json " + json.string() + flag);
+    ASSERT_EQ(r.status, 0) << r.err;
+    tokens.push_back(nlohmann::json::parse(read_file(json.string())).at("tokens").get<std::vector<int>>());
+  }
+  fs::remove(json);
+  EXPECT_EQ(tokens[0].size(), 12u);
+  EXPECT_EQ(tokens[0], tokens[1]);
+  CliRun g = run_ztvm("gpu --gpu-robust");
+  ASSERT_EQ(g.status, 0) << g.err;
+  EXPECT_NE(g.out.find("robust       yes"), std::string::npos) << g.out;
+  g = run_ztvm("gpu");
+  ASSERT_EQ(g.status, 0) << g.err;
+  EXPECT_NE(g.out.find("robust       no"), std::string::npos) << g.out;
+}
+
 // `ztvm bench`: runs, verifies and reports (JSON too); --knockout leaves a kernel role's dispatches
 // out and says how many, and a role that matches nothing is an error rather than a silent no-op;
 // --profile-pipelines times each pipeline.

@@ -12,11 +12,12 @@ namespace ztvm::cli {
 static int run_gpu(int argc, char** argv) {
   CLI::App app{"Show the GPU adapter, its features and limits", argv[0]};
   std::string adapter = "auto";
-  bool peak = false;
+  bool peak = false, robust = false;
+  app.add_flag("--gpu-robust", robust, "keep WebGPU's bounds clamps and workgroup zeroing (as the engine's flag)");
   app.add_option("--gpu", adapter, "auto | discrete | cpu")->check(CLI::IsMember({"auto", "discrete", "cpu"}));
   app.add_flag("--peak", peak, "also measure int8 dot, f32 fma and memory read rates (kernels/peak.wgsl)");
   CLI11_PARSE(app, argc, argv);
-  gpu::Device dev(gpu::Device::Options{adapter, false});
+  gpu::Device dev(gpu::Device::Options{adapter, false, robust});
   const gpu::AdapterInfo& i = dev.info();
   std::printf("adapter      %s\n", i.device.c_str());
   std::printf("description  %s\n", i.description.c_str());
@@ -26,6 +27,8 @@ static int run_gpu(int argc, char** argv) {
   std::printf("subgroups    %s (size %u..%u)\n", i.subgroups ? "yes" : "no", i.subgroup_min, i.subgroup_max);
   std::printf("shader-f16   %s\n", i.shader_f16 ? "yes" : "no");
   std::printf("timestamps   %s\n", i.timestamps ? "yes" : "no");
+  std::printf("robust       %s\n", dev.robust() ? "yes (bounds clamped, workgroup memory zeroed)"
+                                                 : "no (--gpu-robust or ZTVM_GPU_ROBUST=1 turns it on)");
   std::printf("features    ");
   for (auto& f : i.features) std::printf(" %s", f.c_str());
   std::printf("\nWGSL        ");

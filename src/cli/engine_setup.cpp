@@ -27,6 +27,9 @@ void EngineOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("-c,--ctx", ctx, "context size in tokens (default: the model's, at most 4096)");
   app.add_option("--gpu", gpu, "adapter: auto (discrete GPU if present), discrete, cpu")
       ->check(CLI::IsMember({"auto", "discrete", "cpu"}));
+  app.add_flag("--gpu-robust", gpu_robust,
+               "keep WebGPU's bounds clamps on every buffer access and zeroed workgroup memory (slower; also "
+               "ZTVM_GPU_ROBUST=1)");
   app.add_option("--chunk", chunk, "prefill chunk size in tokens")->check(CLI::Range(1, 4096));
 }
 
@@ -34,7 +37,7 @@ Engine load_engine(const EngineOptions& o, bool quiet) {
   auto t0 = std::chrono::steady_clock::now();
   Engine e;
   e.model = open_model(o.model.empty() ? default_model() : o.model);
-  e.device = std::make_unique<gpu::Device>(gpu::Device::Options{o.gpu, o.timestamps});
+  e.device = std::make_unique<gpu::Device>(gpu::Device::Options{o.gpu, o.timestamps, o.gpu_robust});
   uint32_t ctx = o.ctx ? o.ctx : std::min<uint32_t>(e.model->config.max_position_embeddings, 4096);
   const uint32_t kv_tokens = o.kv_tokens ? o.kv_tokens : ((ctx + Forward::kPage - 1) / Forward::kPage) * Forward::kPage * o.sequences;
   e.forward = std::make_unique<Forward>(*e.device, *e.model, ctx, std::min(o.chunk, ctx), (kv_tokens + Forward::kPage - 1) / Forward::kPage);

@@ -17,6 +17,7 @@ struct EngineOptions {
   std::string gpu = "auto";   // auto | discrete | cpu
   uint32_t chunk = 1024;      // prefill chunk, tokens per pass (H200: 1024-token prompts +9% in one pass than in two)
   bool timestamps = false;    // request GPU timestamp queries (for profiling)
+  bool gpu_robust = false;    // Dawn's bounds clamps and workgroup zeroing kept (slower; for debugging kernels)
   uint32_t sequences = 1;     // sequences that may hold a full context at once (the server's slots)
   uint32_t kv_tokens = 0;     // KV cache size shared by all sequences; 0: ctx x sequences
   void add_to(CLI::App& app, bool model_required = true);

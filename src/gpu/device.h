@@ -106,6 +106,7 @@ class Device {
   struct Options {
     std::string adapter = "auto";  // auto (discrete GPU if present, else any), discrete, cpu
     bool timestamps = false;       // request timestamp queries (can cost speed on some drivers)
+    bool robust = false;           // keep Dawn's bounds clamps and workgroup zeroing (also ZTVM_GPU_ROBUST=1)
   };
   Device() : Device(Options{}) {}
   explicit Device(const Options& opts);
@@ -145,6 +146,7 @@ class Device {
   // Throws if Dawn reported an uncaptured error or the device was lost since the last check.
   void check();
   bool timestamps_enabled() const { return timestamps_; }
+  bool robust() const { return robust_; }
   // While set, Recorders time every dispatch (see profiler.h).
   void set_profiler(class Profiler* p) { profiler_ = p; }
   class Profiler* profiler() const { return profiler_; }
@@ -174,6 +176,8 @@ class Device {
   std::atomic<bool> has_error_{false};
   std::atomic<bool> lost_{false};
   bool timestamps_ = false;
+  bool robust_ = false;
+  uint64_t slack_ = 0;  // bytes allocated past each buffer's size when bounds are not clamped
   class Profiler* profiler_ = nullptr;
   std::set<std::string> knockout_;
   uint64_t knocked_out_ = 0;
