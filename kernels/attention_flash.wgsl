@@ -3,6 +3,10 @@
 // of token t0 + r / G), walks the positions its rows see (0 .. its last token's) 32 at a time with an
 // online softmax (running row max m and sum l), and writes the normalised rows to att, and with
 // x_out_q8 also as int8 units for gemm_q8. Token t sees positions [0, pos0 + t]. HD % 32 == 0, <= 128.
+// SPLITS: short passes deep in the context (flash_split_span in graph.h) have too few tiles to fill
+// the GPU, so each tile's positions are cut into splits of step.split, a workgroup per tile and
+// split, and each writes its rows' unnormalised outputs, maxima and sums to part for
+// attention_combine.wgsl, in its layout and its units (natural log).
 //
 // 128 threads; thread (rg, cg) = (lid % 8, lid / 8) owns the rows rg + 8i (i < 4): in the scores
 // S = Q K^T the positions cg + 16k (k < TILE / 16) of the tile, in O = P V the dims
@@ -26,7 +30,9 @@ override SCALE: f32;  // 1 / sqrt(HD)
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4u>;    // [pages][PAGE][NKV] rows of HD / 8 x 8 halves
 @group(0) @binding(4) var<storage, read> pages: array<u32>;
 @group(0) @binding(5) var<uniform> step: Step;
-const XQ_BINDING = 6u;
+@group(0) @binding(6) var<storage, read_write> part: array<f32>;  // SPLITS: [T][NH][split][HD + 2]
+const XQ_BINDING = 7u;
+override SPLITS: bool = false;
 
 const NEG: f32 = -1e30;  // finite "minus infinity": exp2(NEG - m) is 0, exp2(NEG - NEG) stays defined
 const LOG2E: f32 = 1.4426950408889634;
@@ -90,12 +96,22 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let T = step.n_tokens;
   let tiles = (T + TQ - 1u) / TQ;
-  let wg = flat_group(wid, nwg);
+  var wg = flat_group(wid, nwg);
+  var n_splits = 1u;
+  var sp = 0u;  // this workgroup's split: positions [sp x step.split, + step.split)
+  if (SPLITS) {
+    n_splits = (step.pos0 + T + step.split - 1u) / step.split;
+    sp = wg % n_splits;
+    wg = wg / n_splits;
+  }
   if (wg / (NH / G) >= tiles) { return; }
   let h0 = (wg % (NH / G)) * G;
   let kvh = h0 / (NH / NKV);
   let t0 = (tiles - 1u - wg / (NH / G)) * TQ;  // the longest tiles (last tokens) start first
-  let end = step.pos0 + min(t0 + TQ, T);      // positions [0, end) are seen by some row
+  let seen = step.pos0 + min(t0 + TQ, T);     // positions [0, seen) are seen by some row
+  let begin = sp * step.split;                  // 0 without splits
+  let end = select(seen, min(seen, begin + step.split), SPLITS);  // this workgroup's [begin, end)
+  let clamp_end = max(end, begin + 1u);         // loads past end repeat a valid position (begin < pos0 + T)
   let rg = lid % 8u;
   let cg = lid / 8u;
 
@@ -110,9 +126,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var m = vec4f(NEG);      // the running max of rows rg + 8i, in log2 units
   var l = vec4f(0.0);      // this thread's share of their sums, scaled like o
   var o: array<vec4f, 8>;  // [dim cg HD/16 + k]: the 4 rows' outputs
-  var kr = load_keys(0u, end, kvh, lid);
-  var vr = load_values(0u, end, kvh, lid);
-  for (var b = 0u; b < end; b += TILE) {
+  var kr = load_keys(begin, clamp_end, kvh, lid);
+  var vr = load_values(begin, clamp_end, kvh, lid);
+  for (var b = begin; b < end; b += TILE) {
     for (var n = 0u; n < NL; n++) { kv[lid + n * WG] = kr[n]; }
     workgroupBarrier();  // publishes the keys (and the queries)
     let more = b + TILE < end;
@@ -193,12 +209,33 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   workgroupBarrier();
   var sum = vec4f(0.0);
   for (var c = 0u; c < 16u; c++) { sum += red[c * 8u + rg]; }
-  let inv = 1.0 / sum;
+  let inv = select(1.0 / sum, vec4f(1.0), SPLITS);  // splits: the combine normalises
   for (var k = 0u; k < 2u * W; k++) {
     let d = cg * 2u * W + k;
     for (var i = 0u; i < 4u; i++) { qt[(rg + 8u * i) * QST + d / 4u][d % 4u] = o[k][i] * inv[i]; }
   }
   workgroupBarrier();
+  if (SPLITS) {  // rows with no position in the split store max NEG: the combine weighs them 0
+    for (var i = lid; i < ROWS * HD4; i += WG) {
+      let r = i / HD4;
+      let t = t0 + r / G;
+      if (t >= T) { continue; }
+      let base = ((t * NH + h0 + r % G) * n_splits + sp) * (HD + 2u) + (i % HD4) * 4u;
+      let v = qt[r * QST + i % HD4];
+      for (var c = 0u; c < 4u; c++) { part[base + c] = v[c]; }
+    }
+    if (cg == 0u) {
+      for (var i = 0u; i < 4u; i++) {
+        let r = rg + 8u * i;
+        let t = t0 + r / G;
+        if (t >= T) { continue; }
+        let base = ((t * NH + h0 + r % G) * n_splits + sp) * (HD + 2u);
+        part[base + HD] = m[i] / LOG2E;
+        part[base + HD + 1u] = sum[i];
+      }
+    }
+    return;
+  }
   for (var i = lid; i < ROWS * HD4; i += WG) {
     let r = i / HD4;
     let t = t0 + r / G;

@@ -92,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(Widths, NormTest, ::testing::Values(64u, 300u, 2048u, 8
 // forms, and flash attention (no splits) on longer chunks.
 // A workgroup per query head and split / per query heads of a KV head and tokens (blocked) / per 32 rows
 // (flash) / per query head over every position, or per query head and split (decode, one token).
-enum class AttnForm { Heads, Blocked, Flash, Decode, DecodeSplit };
+// FlashSplit: flash attention over splits (short passes deep in the context), merged by the combine.
+enum class AttnForm { Heads, Blocked, Flash, FlashSplit, Decode, DecodeSplit };
 struct AttnProblem {
   uint32_t pos0, T, hd, nh, nkv, rot, page, split;
   bool neox, qk_norm, bias;
@@ -156,7 +157,8 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   gpu::Buffer proj = device().buffer("test.proj", T * 32 * 4);
   EncodedMatrix wo(GgmlType::Q8_0, 32, nh * hd, 14);
   Matrix wom = upload_matrix(device(), "test.wo", {&wo.view});
-  gpu::Buffer step = step_buffer(pos0, T, 0, attention_split(split, pos0 + T, T));
+  const bool flash_form = form == AttnForm::Flash || form == AttnForm::FlashSplit;
+  gpu::Buffer step = step_buffer(pos0, T, 0, attention_split(split, pos0 + T, T, flash_form));
   Graph g;
   GraphBuilder gb(k, g, step);
   if (pr.q8) gb.use_q8_x(xq, xs, T);
@@ -171,10 +173,13 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   if (T > 1) {
     ASSERT_LE(d.blocked_min, T);
   }
-  if (form == AttnForm::Flash) {
+  if (flash_form) {
     ASSERT_NE(d.flash, nullptr);
+    ASSERT_NE(d.flash_split, nullptr);
     ASSERT_LE(d.flash_min, T);
-    ASSERT_EQ(g.ops[2].variant(T), Variant::Skip);  // flash attention writes att itself
+    const bool splits = flash_split_span(pos0 + T, T) != 0;
+    ASSERT_EQ(splits, form == AttnForm::FlashSplit);
+    ASSERT_EQ(g.ops[2].variant(T, splits) == Variant::Skip, !splits);  // unsplit flash attention writes att itself
     ASSERT_EQ(d.flash_q8 != nullptr, pr.q8);
   } else {
     d.flash = nullptr;
@@ -304,6 +309,37 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
                                   std::to_string(c.hd) + "_g" + std::to_string(c.g) + (c.neox ? "_neox" : "_normal") +
                                   (c.q8 ? "_q8" : "");
                          });
+
+// Flash attention over splits: passes of 2..64 tokens that end at 2,048+ positions, up to 8 splits of
+// whole 64-position steps; G = 1..8, head sizes 64..128, one case whose last split holds a single
+// position that only the last of its 40 tokens sees (its other rows store max "minus infinity").
+class FlashSplitTest : public ::testing::TestWithParam<FlashCase> {};
+
+TEST_P(FlashSplitTest, MatchesCpu) {
+  const FlashCase c = GetParam();
+  check_attention({c.pos0, c.T, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8},
+                  AttnForm::FlashSplit);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashSplitTest,
+                         ::testing::Values(FlashCase{40, 2201, 128, 4, true, true}, FlashCase{2, 2046, 64, 1, false, true},
+                                           FlashCase{64, 2500, 128, 8, false, false}, FlashCase{9, 3000, 96, 2, true, true}),
+                         [](const auto& info) {
+                           const FlashCase& c = info.param;
+                           return "T" + std::to_string(c.T) + "_pos" + std::to_string(c.pos0) + "_hd" +
+                                  std::to_string(c.hd) + "_g" + std::to_string(c.g) + (c.q8 ? "_q8" : "");
+                         });
+
+TEST(FlashSplitSpan, WholeStepsUpToEightSplits) {
+  EXPECT_EQ(flash_split_span(2047, 35), 0u);   // too few positions
+  EXPECT_EQ(flash_split_span(4096, 1), 0u);    // decode has its own splits
+  EXPECT_EQ(flash_split_span(4096, 65), 0u);   // enough tiles without
+  EXPECT_EQ(flash_split_span(2048, 2), 256u);  // 8 splits
+  EXPECT_EQ(flash_split_span(2241, 40), 320u); // 7 splits and one position
+  EXPECT_EQ(flash_split_span(4131, 35), 576u); // 8 splits, the last shorter
+  EXPECT_EQ(attention_split(128, 4131, 35, true), 576u);
+  EXPECT_EQ(attention_split(128, 4131, 35, false), 128u);
+}
 
 // One-token passes that would take more than 24 splits take splits twice as long; longer passes never.
 TEST(AttentionSplit, WideOnlyForLongOneTokenPasses) {

@@ -72,7 +72,9 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.qkv = dev.buffer("state.qkv", T * (nh + 2 * nkv) * hd * F);
   s_.q = dev.buffer("state.q", T * nh * hd * F);
   s_.att = dev.buffer("state.att", T * nh * hd * F);
-  s_.part = dev.buffer("state.part", (flash ? 1 : T) * part_row);
+  // Flash attention's splits: up to kFlashSplitMaxTokens tokens x kFlashSplits.
+  const uint64_t flash_part = flash ? std::min<uint64_t>(T, kFlashSplitMaxTokens) * nh * kFlashSplits * (hd + 2) * F : 0;
+  s_.part = dev.buffer("state.part", std::max((flash ? 1 : T) * part_row, flash_part));
   s_.proj = dev.buffer("state.proj", T * d * F);
   s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
@@ -165,7 +167,8 @@ void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_to
     throw std::runtime_error("pass of " + std::to_string(n_tokens) + " tokens with all logits (limit " + std::to_string(logits_rows_) + ")");
   if (pos0 + n_tokens > max_context_)
     throw std::runtime_error("context full: " + std::to_string(pos0 + n_tokens) + " tokens exceed the context of " + std::to_string(max_context_));
-  StepParams p{pos0, n_tokens, out_index, attention_split(kSplit, pos0 + n_tokens, n_tokens)};
+  const bool flash = GraphBuilder::flash_serves(cfg_.head_dim, cfg_.num_attention_heads, cfg_.num_key_value_heads);
+  StepParams p{pos0, n_tokens, out_index, attention_split(kSplit, pos0 + n_tokens, n_tokens, flash)};
   StepParams last{pos0 + n_tokens - 1, 1, out_index, p.split};
   dev_.write(s_.step, &p, sizeof p);
   dev_.write(s_.step_last, &last, sizeof last);

@@ -48,9 +48,9 @@ std::string weight_snippet(GgmlType t) {
   }
 }
 
-Variant Dispatch::variant(uint32_t n_tokens) const {
+Variant Dispatch::variant(uint32_t n_tokens, bool flash_split) const {
   if (skip_one_token && n_tokens == 1) return Variant::Skip;
-  if (skip_min && n_tokens >= skip_min) return Variant::Skip;
+  if (skip_min && n_tokens >= skip_min && !(unless_flash_split && flash_split)) return Variant::Skip;
   const bool use_single = single && (n_tokens <= single_max || always_single);
   if (single_only) return use_single ? Variant::Single : Variant::Skip;
   if (use_single) return Variant::Single;
@@ -64,7 +64,13 @@ Variant Dispatch::variant(uint32_t n_tokens) const {
 // is its middle, not measured itself.
 static constexpr uint32_t kAttnWideSplits = 24;
 
-uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens) {
+uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens) {
+  if (n_tokens < 2 || n_tokens > kFlashSplitMaxTokens || positions < kFlashSplitMinPositions) return 0;
+  return ((positions + kFlashSplits - 1) / kFlashSplits + 63) / 64 * 64;
+}
+
+uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, bool flash) {
+  if (const uint32_t span = flash ? flash_split_span(positions, n_tokens) : 0) return span;
   return n_tokens == 1 && (positions + split - 1) / split > kAttnWideSplits ? 2 * split : split;
 }
 
@@ -76,7 +82,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       continue;
     }
     if (d.skip_decode_max && n_tokens == 1 && pos0 + 1 <= d.skip_decode_max) continue;
-    switch (d.variant(n_tokens)) {
+    switch (d.variant(n_tokens, d.unless_flash_split && flash_split_span(pos0 + n_tokens, n_tokens))) {
       case Variant::Single:
         rec.dispatch(*d.single, d.single_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
                      d.single_role, d.bytes);
@@ -108,8 +114,13 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
             rec.dispatch(*d.decode, d.decode_group, d.a, 1, "attention_decode", kv_bytes);
           continue;
         }
-        if (d.flash && n_tokens >= d.flash_min) {  // no splits
+        if (d.flash && n_tokens >= d.flash_min) {
           const uint32_t groups = d.flash_a * ((n_tokens + d.flash_tq - 1) / d.flash_tq);
+          if (const uint32_t fs = d.flash_split ? flash_split_span(pos0 + n_tokens, n_tokens) : 0) {
+            rec.dispatch(*d.flash_split, d.flash_split_group, groups * ((pos0 + n_tokens + fs - 1) / fs), 1,
+                         "attention_flash_split", kv_bytes);
+            continue;
+          }
           if (d.flash_q8 && n_tokens <= d.flash_q8_max)
             rec.dispatch(*d.flash_q8, d.flash_q8_group, groups, 1, "attention_flash_q8", kv_bytes);
           else
@@ -492,7 +503,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
               {"attention_flash", {{"XOUT", "x_out_none"}},
                {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", fg},
                 {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
-              {att, q, k_cache, v_cache, pages, *step_}};
+              {att, q, k_cache, v_cache, pages, *step_, part}};
     const uint32_t wg_bytes = k_.device().limits().maxComputeWorkgroupStorageSize;
     f.key.constants["TILE"] = flash_tile_force_ && flash_bytes(s.hd, flash_tile_force_) <= wg_bytes
                                   ? flash_tile_force_ : flash_tile(s.hd, wg_bytes);
@@ -500,6 +511,10 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     d.flash = &fp;
     d.flash_group = k_.device().bind(fp, f.bindings, "attention_flash:" + att.label());
     d.flash_a = s.nh / fg, d.flash_tq = kAttnFlashRows / fg, d.flash_min = kAttnFlashMinTokens;
+    gpu::KernelKey sk = f.key;
+    sk.constants["SPLITS"] = 1;
+    d.flash_split = &k_.get(sk);
+    d.flash_split_group = k_.device().bind(*d.flash_split, f.bindings, "attention_flash_split:" + part.label());
     flash_ = std::move(f);
   }
   decode_.reset();
@@ -562,7 +577,7 @@ void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& 
   // The attention just before wrote att itself in its long passes (flash) and short decode steps.
   std::optional<AttnDirect> flash = std::move(flash_), decode = std::move(decode_);
   flash_.reset(), decode_.reset();
-  if (flash) g_.ops.back().skip_min = g_.ops[flash->op].flash_min;
+  if (flash) g_.ops.back().skip_min = g_.ops[flash->op].flash_min, g_.ops.back().unless_flash_split = true;
   if (decode) g_.ops.back().skip_decode_max = g_.ops[decode->op].decode_max;
   if (s.hd % 32 == 0) q8_producer(att, key, {att, part, *step_}, std::move(flash), std::move(decode));  // a head's output is whole units
 }

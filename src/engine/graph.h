@@ -24,7 +24,15 @@ struct StepParams {
 // kAttnWideSplits splits, where fewer, longer splits pay (H200, bench/EXPERIMENTS.md) while shorter
 // contexts keep enough workgroups to fill the GPU. Whoever writes the step writes it (Forward::encode);
 // Graph::encode sizes the grid with it, and the attention kernels and the combine read it.
-uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens);
+// flash: the graph's heads take flash attention (GraphBuilder::flash_serves), whose short passes deep
+// in the context run over flash_split_span's splits instead.
+uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, bool flash = false);
+
+// Flash attention over splits (attention_flash.wgsl SPLITS) for passes of 2..kFlashSplitMaxTokens
+// tokens that end at kFlashSplitMinPositions+ positions: up to kFlashSplits splits, each a multiple of
+// 64 positions (whole flash steps). Returns their span, or 0 for passes that take no splits.
+inline constexpr uint32_t kFlashSplitMaxTokens = 64, kFlashSplitMinPositions = 2048, kFlashSplits = 8;
+uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens);
 
 enum class Grid {
   Fixed,          // a groups, whatever the pass
@@ -65,7 +73,8 @@ struct Dispatch {
   gpu::BindGroup reduce_group;
   uint32_t ksplit = 0, split_max = 0, reduce_blocks = 0;
   std::string split_role;
-  Variant variant(uint32_t n_tokens) const;
+  // flash_split: the pass runs flash attention over splits (flash_split_span), which needs the combine.
+  Variant variant(uint32_t n_tokens, bool flash_split = false) const;
   // Attention's variant with up to 4 query heads of a KV head and blocked_tq tokens per workgroup, for
   // passes of at least blocked_min tokens that flash attention does not serve: blocked_a head groups x
   // token blocks x splits.
@@ -80,6 +89,9 @@ struct Dispatch {
   const gpu::Pipeline* flash_q8 = nullptr;
   gpu::BindGroup flash_q8_group;
   uint32_t flash_a = 0, flash_tq = 0, flash_min = 0, flash_q8_max = 0;
+  // The same kernel over splits (SPLITS) for the passes flash_split_span gives a span, writing part.
+  const gpu::Pipeline* flash_split = nullptr;
+  gpu::BindGroup flash_split_group;
   // One-token attention without splits (attention_decode.wgsl) for steps that see at most decode_max
   // positions: a workgroup per query head, writing att itself (decode_q8: and its int8 units).
   const gpu::Pipeline* decode = nullptr;
@@ -92,6 +104,7 @@ struct Dispatch {
   const gpu::Pipeline* decode_split = nullptr;
   gpu::BindGroup decode_split_group;
   uint32_t skip_min = 0;  // non-zero: passes of at least skip_min tokens skip this dispatch
+  bool unless_flash_split = false;  // ... except those that run flash attention over splits
   uint32_t skip_decode_max = 0;  // non-zero: one-token passes that see at most this many positions skip it
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
