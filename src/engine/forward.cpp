@@ -79,6 +79,9 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
   s_.x_last = dev.buffer("state.x_last", d * F);
+  s_.zeros = dev.buffer("state.zeros", d * F);
+  const std::vector<float> zeros(d, 0.f);
+  dev.write(s_.zeros, zeros.data(), d * F);
   const uint64_t widest = std::max({d, c.intermediate_size, nh * hd});  // the widest matvec input
   s_.xq = dev.buffer("state.xq", q8_tokens() * widest + 16);
   s_.xqs = dev.buffer("state.xqs", q8_tokens() * widest / 32 * 8 + 8);
@@ -119,7 +122,7 @@ void Forward::build(Head head, Graph& graph) {
   const uint32_t d = c.hidden_size;
 
   g.embed(s.x_a, s.ids, w.token_embd);                        // x = token_embd[ids]
-  g.rmsnorm(s.xb, s.x_a, w.layers[0].attn_norm, d, eps);      // xb = rmsnorm(x) * attn_norm
+  g.rmsnorm(s.xb, s.x_a, w.layers[0].attn_norm, d, eps, &s.zeros, &s.x_b);  // xb = rmsnorm(x) * attn_norm
   for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
     const LayerWeights& L = w.layers[l];
     const gpu::Buffer& next_norm = l + 1 < c.num_hidden_layers ? w.layers[l + 1].attn_norm : w.output_norm;

@@ -73,6 +73,7 @@ class Forward {
     gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up
     gpu::Buffer gemm_part;            // [KSPLIT, chunk, virtual rows] split-K GEMM partials (graph.h)
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
+    gpu::Buffer zeros;                // [hidden] zeros: the first layer's norm as a residual step of x + 0
     gpu::Buffer xq, xqs;              // one token's matvec input as int8 units + (d, sum) per unit (graph.h)
     gpu::Buffer logits;               // [vocab] the last token's, for the sampler
     gpu::Buffer logits_all;           // [logits_rows, vocab] every token's (Head::AllLogits, made on first use)

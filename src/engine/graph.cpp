@@ -164,10 +164,12 @@ void GraphBuilder::embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Mat
   }
 }
 
-void GraphBuilder::rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps) {
+void GraphBuilder::rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps,
+                           const gpu::Buffer* zeros, const gpu::Buffer* scratch) {
   const gpu::KernelKey key{"rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}}};
   add(key, {y, x, w, *step_}, Grid::PerToken, 1);
   if (d % 32 == 0) q8_producer(y, key, {y, x, w, *step_});
+  if (zeros && scratch && d % 4 == 0) norm_producer_.assign(1, NormProducer{g_.ops.size() - 1, &y, scratch, &x, zeros, &w, d, eps});
 }
 
 void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,

@@ -174,7 +174,11 @@ class GraphBuilder {
                       uint32_t row_tiles, uint32_t max_tokens);
 
   void embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table);
-  void rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps);
+  // zeros (d floats of 0) and scratch (one token's d floats): decode's matvec on y may make its input
+  // itself as from a residual step x + zeros (x_q8_norm.wgsl), storing that sum in scratch, and the
+  // rmsnorm dispatch is skipped in one-token passes.
+  void rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps,
+               const gpu::Buffer* zeros = nullptr, const gpu::Buffer* scratch = nullptr);
   void add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
                    const gpu::Buffer& w, uint32_t d, float eps);
   // y[t, y_offset + r] = W x[t]; gated matrices write silu(gate) * up. one_token: x holds a single
