@@ -158,7 +158,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   EncodedMatrix wo(GgmlType::Q8_0, 32, nh * hd, 14);
   Matrix wom = upload_matrix(device(), "test.wo", {&wo.view});
   const bool flash_form = form == AttnForm::Flash || form == AttnForm::FlashSplit;
-  gpu::Buffer step = step_buffer(pos0, T, 0, attention_split(split, pos0 + T, T, flash_form));
+  gpu::Buffer step = step_buffer(pos0, T, 0, attention_split(split, pos0 + T, T, flash_form ? nh : 0));
   Graph g;
   GraphBuilder gb(k, g, step);
   if (pr.q8) gb.use_q8_x(xq, xs, T);
@@ -177,7 +177,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
     ASSERT_NE(d.flash, nullptr);
     ASSERT_NE(d.flash_split, nullptr);
     ASSERT_LE(d.flash_min, T);
-    const bool splits = flash_split_span(pos0 + T, T) != 0;
+    const bool splits = flash_split_span(pos0 + T, T, nh) != 0;
     ASSERT_EQ(splits, form == AttnForm::FlashSplit);
     ASSERT_EQ(g.ops[2].variant(T, splits) == Variant::Skip, !splits);  // unsplit flash attention writes att itself
     ASSERT_EQ(d.flash_q8 != nullptr, pr.q8);
@@ -310,7 +310,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
                                   (c.q8 ? "_q8" : "");
                          });
 
-// Flash attention over splits: passes of 2..64 tokens that end at 2,048+ positions, up to 8 splits of
+// Flash attention over splits: passes of 2..256 tokens that end at 2,048+ positions, up to 8 splits of
 // whole 64-position steps; G = 1..8, head sizes 64..128, one case whose last split holds a single
 // position that only the last of its 40 tokens sees (its other rows store max "minus infinity").
 class FlashSplitTest : public ::testing::TestWithParam<FlashCase> {};
@@ -323,7 +323,8 @@ TEST_P(FlashSplitTest, MatchesCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashSplitTest,
                          ::testing::Values(FlashCase{40, 2201, 128, 4, true, true}, FlashCase{2, 2046, 64, 1, false, true},
-                                           FlashCase{64, 2500, 128, 8, false, false}, FlashCase{9, 3000, 96, 2, true, true}),
+                                           FlashCase{64, 2500, 128, 8, false, false}, FlashCase{9, 3000, 96, 2, true, true},
+                                           FlashCase{130, 2000, 64, 4, false, true}),
                          [](const auto& info) {
                            const FlashCase& c = info.param;
                            return "T" + std::to_string(c.T) + "_pos" + std::to_string(c.pos0) + "_hd" +
@@ -331,14 +332,16 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashSplitTest,
                          });
 
 TEST(FlashSplitSpan, WholeStepsUpToEightSplits) {
-  EXPECT_EQ(flash_split_span(2047, 35), 0u);   // too few positions
-  EXPECT_EQ(flash_split_span(4096, 1), 0u);    // decode has its own splits
-  EXPECT_EQ(flash_split_span(4096, 65), 0u);   // enough tiles without
-  EXPECT_EQ(flash_split_span(2048, 2), 256u);  // 8 splits
-  EXPECT_EQ(flash_split_span(2241, 40), 320u); // 7 splits and one position
-  EXPECT_EQ(flash_split_span(4131, 35), 576u); // 8 splits, the last shorter
-  EXPECT_EQ(attention_split(128, 4131, 35, true), 576u);
-  EXPECT_EQ(attention_split(128, 4131, 35, false), 128u);
+  EXPECT_EQ(flash_split_span(2047, 35, 32), 0u);    // too few positions
+  EXPECT_EQ(flash_split_span(4096, 1, 32), 0u);     // decode has its own splits
+  EXPECT_EQ(flash_split_span(4096, 257, 32), 0u);   // longer passes never
+  EXPECT_EQ(flash_split_span(4096, 256, 32), 512u); // 256 workgroups of 32 heads: 8 splits
+  EXPECT_EQ(flash_split_span(4096, 200, 64), 0u);   // 400 workgroups fill the GPU without
+  EXPECT_EQ(flash_split_span(2048, 2, 32), 256u);   // 8 splits
+  EXPECT_EQ(flash_split_span(2241, 40, 32), 320u);  // 7 splits and one position
+  EXPECT_EQ(flash_split_span(4131, 35, 32), 576u);  // 8 splits, the last shorter
+  EXPECT_EQ(attention_split(128, 4131, 35, 32), 576u);
+  EXPECT_EQ(attention_split(128, 4131, 35, 0), 128u);
 }
 
 // One-token passes that would take more than 24 splits take splits twice as long; longer passes never.

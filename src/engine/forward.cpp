@@ -170,8 +170,9 @@ void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_to
     throw std::runtime_error("pass of " + std::to_string(n_tokens) + " tokens with all logits (limit " + std::to_string(logits_rows_) + ")");
   if (pos0 + n_tokens > max_context_)
     throw std::runtime_error("context full: " + std::to_string(pos0 + n_tokens) + " tokens exceed the context of " + std::to_string(max_context_));
-  const bool flash = GraphBuilder::flash_serves(cfg_.head_dim, cfg_.num_attention_heads, cfg_.num_key_value_heads);
-  StepParams p{pos0, n_tokens, out_index, attention_split(kSplit, pos0 + n_tokens, n_tokens, flash)};
+  const uint32_t nh = cfg_.num_attention_heads;
+  const bool flash = GraphBuilder::flash_serves(cfg_.head_dim, nh, cfg_.num_key_value_heads);
+  StepParams p{pos0, n_tokens, out_index, attention_split(kSplit, pos0 + n_tokens, n_tokens, flash ? nh : 0)};
   StepParams last{pos0 + n_tokens - 1, 1, out_index, p.split};
   dev_.write(s_.step, &p, sizeof p);
   dev_.write(s_.step_last, &last, sizeof last);

@@ -64,13 +64,14 @@ Variant Dispatch::variant(uint32_t n_tokens, bool flash_split) const {
 // is its middle, not measured itself.
 static constexpr uint32_t kAttnWideSplits = 24;
 
-uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens) {
+uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens, uint32_t nh) {
   if (n_tokens < 2 || n_tokens > kFlashSplitMaxTokens || positions < kFlashSplitMinPositions) return 0;
+  if ((uint64_t)nh * n_tokens > 32ull * kFlashSplitBelowGroups) return 0;
   return ((positions + kFlashSplits - 1) / kFlashSplits + 63) / 64 * 64;
 }
 
-uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, bool flash) {
-  if (const uint32_t span = flash ? flash_split_span(positions, n_tokens) : 0) return span;
+uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, uint32_t flash_nh) {
+  if (const uint32_t span = flash_nh ? flash_split_span(positions, n_tokens, flash_nh) : 0) return span;
   return n_tokens == 1 && (positions + split - 1) / split > kAttnWideSplits ? 2 * split : split;
 }
 
@@ -82,7 +83,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
       continue;
     }
     if (d.skip_decode_max && n_tokens == 1 && pos0 + 1 <= d.skip_decode_max) continue;
-    switch (d.variant(n_tokens, d.unless_flash_split && flash_split_span(pos0 + n_tokens, n_tokens))) {
+    switch (d.variant(n_tokens, d.unless_flash_split && flash_split_span(pos0 + n_tokens, n_tokens, d.a))) {
       case Variant::Single:
         rec.dispatch(*d.single, d.single_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
                      d.single_role, d.bytes);
@@ -116,7 +117,7 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
         }
         if (d.flash && n_tokens >= d.flash_min) {
           const uint32_t groups = d.flash_a * ((n_tokens + d.flash_tq - 1) / d.flash_tq);
-          if (const uint32_t fs = d.flash_split ? flash_split_span(pos0 + n_tokens, n_tokens) : 0) {
+          if (const uint32_t fs = d.flash_split ? flash_split_span(pos0 + n_tokens, n_tokens, d.a) : 0) {
             rec.dispatch(*d.flash_split, d.flash_split_group, groups * ((pos0 + n_tokens + fs - 1) / fs), 1,
                          "attention_flash_split", kv_bytes);
             continue;

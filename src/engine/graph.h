@@ -24,15 +24,17 @@ struct StepParams {
 // kAttnWideSplits splits, where fewer, longer splits pay (H200, bench/EXPERIMENTS.md) while shorter
 // contexts keep enough workgroups to fill the GPU. Whoever writes the step writes it (Forward::encode);
 // Graph::encode sizes the grid with it, and the attention kernels and the combine read it.
-// flash: the graph's heads take flash attention (GraphBuilder::flash_serves), whose short passes deep
-// in the context run over flash_split_span's splits instead.
-uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, bool flash = false);
+// flash_nh: the graph's NH query heads take flash attention (GraphBuilder::flash_serves; 0: they do
+// not), whose short passes deep in the context run over flash_split_span's splits instead.
+uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, uint32_t flash_nh = 0);
 
 // Flash attention over splits (attention_flash.wgsl SPLITS) for passes of 2..kFlashSplitMaxTokens
-// tokens that end at kFlashSplitMinPositions+ positions: up to kFlashSplits splits, each a multiple of
-// 64 positions (whole flash steps). Returns their span, or 0 for passes that take no splits.
-inline constexpr uint32_t kFlashSplitMaxTokens = 64, kFlashSplitMinPositions = 2048, kFlashSplits = 8;
-uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens);
+// tokens on nh query heads that end at kFlashSplitMinPositions+ positions and would make fewer than
+// kFlashSplitBelowGroups workgroups (about nh x tokens / 32): up to kFlashSplits splits, each a
+// multiple of 64 positions (whole flash steps). Returns their span, or 0 for passes without splits.
+inline constexpr uint32_t kFlashSplitMaxTokens = 256, kFlashSplitMinPositions = 2048, kFlashSplits = 8,
+                          kFlashSplitBelowGroups = 264;
+uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens, uint32_t nh);
 
 enum class Grid {
   Fixed,          // a groups, whatever the pass
