@@ -32,7 +32,9 @@ uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, 
 // tokens on nh query heads that end at kFlashSplitMinPositions+ positions and would make fewer than
 // kFlashSplitBelowGroups workgroups (about nh x tokens / 32): up to kFlashSplits splits, each a
 // multiple of 64 positions (whole flash steps). Returns their span, or 0 for passes without splits.
-inline constexpr uint32_t kFlashSplitMaxTokens = 256, kFlashSplitMinPositions = 2048, kFlashSplits = 8,
+// H200 at 4,096 positions (bench/EXPERIMENTS.md): 35 tokens -35..-41% TTFT; 128 tokens -8% on
+// Llama-3.2-1B, -0.7% on Qwen3-4B; 256 tokens +5% on the 1B, so passes past 128 take no splits.
+inline constexpr uint32_t kFlashSplitMaxTokens = 128, kFlashSplitMinPositions = 2048, kFlashSplits = 8,
                           kFlashSplitBelowGroups = 264;
 uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens, uint32_t nh);
 
