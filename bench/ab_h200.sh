@@ -24,7 +24,7 @@ BENCH=${BENCH:-"-p 35 -n 128 -r 3"}
 LOG=${OUT:-/tmp}/ab.log
 M=/tmp/ztvm-ab-models
 mkdir -p "$M"
-: > "$LOG"
+[ "$FIRST_ROUND" -gt 1 ] || : > "$LOG"  # a later round in the same call appends to the first's log
 say() { echo "$*" | tee -a "$LOG"; }
 vocab_of() { case "$1" in qwen*) echo ggml-vocab-qwen2.gguf ;; phi*) echo ggml-vocab-phi-3.gguf ;; *) echo ggml-vocab-llama-bpe.gguf ;; esac; }
 SIDES=$(cat "$A/sides.txt" 2>/dev/null || echo "old new")
