@@ -12,7 +12,7 @@
 //
 // With SPLITS (long contexts) a workgroup takes one query head's step.split positions and writes the
 // split's unnormalised output, max and sum to `part` (bound where att is otherwise), as attention.wgsl
-// does, for attention_combine; the host then sizes WG to the split (64 or 128, graph.cpp).
+// does, for attention_combine; the host then sizes WG to the split (64 or 128, graph_attention.cpp).
 //
 // QIN says where the query comes from: q_in_plain (rope_kv.wgsl made it and appended this token's key
 // and value) or q_in_rope (without splits only: this kernel makes the heads from the raw qkv row, and

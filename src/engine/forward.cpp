@@ -10,7 +10,7 @@ namespace ztvm {
 // Attention splits of Forward::kSplit positions (H200 at 4k with the f16 cache: 128 beat 64 by 4%), or
 // twice that in one-token passes past 24 splits (attention_split: 256 on 128 threads beat 128 by 3-4% at
 // 4k and lost 1.5-6% at 600-1,024 positions; 512 lost 3%).
-// Decode steps that see up to 512 positions take attention_decode.wgsl instead: no splits (graph.cpp).
+// Decode steps that see up to 512 positions take attention_decode.wgsl instead: no splits (graph_attention.cpp).
 // Passes of up to kQ8MaxTokens tokens run the matvec on int8 x (graph.h use_q8_x): groups of
 // kQ8TokensPerGroup tokens, kQ8RowsPerLane rows per group of kQ8Lanes lanes; longer passes a GEMM.
 // Measured on the H200 (bench/EXPERIMENTS.md, 35-token prompts): with each x unit loaded once for all

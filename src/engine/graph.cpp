@@ -17,20 +17,6 @@ static constexpr uint32_t kSplitBelowTiles = 528, kSplitGroups = 2048, kSplitMin
 static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
 // gemm_q8.wgsl's workgroup memory per unit of a step: 64 weight units and 64 x units of 40 bytes.
 static constexpr uint32_t kGemmQ8StepBytes = 64 * 40 + 64 * 40;
-// Passes of kAttnBlockedMinTokens+ tokens: attention workgroups of kAttnRows query rows, up to
-// kAttnBlockHeads heads of a KV head x tokens (H200: 4 x 2 beat 1 x 8; prefill-1024 +17%).
-static constexpr uint32_t kAttnRows = 8, kAttnBlockHeads = 4, kAttnBlockedMinTokens = 2;
-// Passes of kAttnFlashMinTokens+ tokens: flash attention (attention_flash.wgsl), tiles of 32 query rows
-// with no split-K and no combine, where the heads allow (HD % 32 == 0, HD <= 128, NH / NKV divides 32).
-// Its workgroups are (NH / G) x T / (32 / G), few on short passes, yet it beats the blocked kernel
-// and its combine dispatch on every pass length measured (H200 TTFT: -10..-14% for 4-token prompts,
-// -7..-9% for 12 and 35 tokens, bench/EXPERIMENTS.md). The blocked kernel serves the other heads.
-static constexpr uint32_t kAttnFlashMinTokens = 2, kAttnFlashRows = 32;
-// One-token passes that see up to kAttnDecodeMax positions: attention_decode.wgsl, a workgroup per query
-// head over every position, no splits and no combine dispatch. Longer ones run the same kernel over
-// splits of Forward::kSplit positions, merged by attention_combine (H200 at 4096 positions: +3.5% 1B,
-// +14% 4B decode against the older split kernel, bench/EXPERIMENTS.md).
-static constexpr uint32_t kAttnDecodeMax = 512;
 // A decode matvec that makes its x from the residual step (x_q8_norm.wgsl) serves kNormRows rows per
 // workgroup: each workgroup reads the whole residual, so few of them (H200: 32 beat 16 and 64).
 static constexpr uint32_t kNormRows = 32, kNormMaxCols = 8192;
@@ -57,22 +43,6 @@ Variant Dispatch::variant(uint32_t n_tokens, bool flash_split) const {
   if (few && n_tokens <= few_max) return Variant::Few;
   if (split && n_tokens <= split_max) return Variant::Split;
   return Variant::Main;
-}
-
-// H200, splits of 128 against 256 (bench/EXPERIMENTS.md): 128 won by 1.5-6% at 600-1,024 positions and
-// by -0.4..+1.8% at ~2,100; 256 won by 3-4% at ~4,100. The turn lies between; 24 splits (3,072 positions)
-// is its middle, not measured itself.
-static constexpr uint32_t kAttnWideSplits = 24;
-
-uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens, uint32_t nh) {
-  if (n_tokens < 2 || n_tokens > kFlashSplitMaxTokens || positions < kFlashSplitMinPositions) return 0;
-  if ((uint64_t)nh * n_tokens > 32ull * kFlashSplitBelowGroups) return 0;
-  return ((positions + kFlashSplits - 1) / kFlashSplits + 63) / 64 * 64;
-}
-
-uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, uint32_t flash_nh) {
-  if (const uint32_t span = flash_nh ? flash_split_span(positions, n_tokens, flash_nh) : 0) return span;
-  return n_tokens == 1 && (positions + split - 1) / split > kAttnWideSplits ? 2 * split : split;
 }
 
 void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
@@ -457,132 +427,6 @@ void GraphBuilder::add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, con
   d.ksplit = ksplit, d.split_max = split_max;
   d.split_role = d.role + "_split";
   add_reduce(y, p, w, key.constants.at("Y_STRIDE"), ksplit);
-}
-
-void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                           const gpu::Buffer& qkv, const gpu::Buffer& aux, const gpu::Buffer& rope,
-                           const gpu::Buffer& pages, const AttnShape& s) {
-  if (s.hd % 8 != 0 || s.hd > 128) throw ModelError("rope_kv: head size " + std::to_string(s.hd) + " is not a multiple of 8 up to 128");
-  add({"rope_kv", {},
-       {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"ROT", s.rot}, {"PAGE", s.page}, {"NEOX", s.neox},
-        {"QK_NORM", s.qk_norm}, {"HAS_BIAS", s.bias}, {"EPS", s.eps}}},
-      {q, k_cache, v_cache, qkv, aux, rope, pages, *step_}, Grid::PerToken, s.nh + 2 * s.nkv);
-  rope_ = RopeOp{g_.ops.size() - 1, &qkv, &aux, &rope};
-}
-
-void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, const gpu::Buffer& q,
-                             const gpu::Buffer& k_cache, const gpu::Buffer& v_cache, const gpu::Buffer& pages,
-                             const AttnShape& s) {
-  if (s.hd % 8 != 0 || s.hd > 128) throw ModelError("attention: head size " + std::to_string(s.hd) + " is not a multiple of 8 up to 128");
-  auto key = [&](uint32_t g) -> gpu::KernelKey {
-    return {"attention", {},
-            {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", g},
-             {"SCALE", 1.0 / std::sqrt((double)s.hd)}}};
-  };
-  const std::vector<gpu::Binding> b = {part, q, k_cache, v_cache, pages, *step_};
-  // A workgroup per query head and split: what the variants below leave (none of them, when every
-  // one-token pass takes attention_decode and every longer one the blocked or flash kernel).
-  add(key(1), b, Grid::AttentionSplits, s.nh, s.split);
-  // The query heads of one KV head together (up to 8: the kernel's register arrays).
-  uint32_t g = s.nh / s.nkv;
-  while (g > 8) g = (g % 2 == 0) ? g / 2 : 1;
-  Dispatch& d = g_.ops.back();
-  d.bytes_per_position = (uint64_t)s.nkv * s.hd * 2 * 2;  // f16 key and value of every KV head
-  // Long passes: kAttnRows query rows per workgroup, blk_g heads of a KV head x the rest in tokens.
-  const uint32_t blk_g = std::min(g, kAttnBlockHeads), tq = kAttnRows / blk_g;
-  if (tq > 1) {
-    gpu::KernelKey bk = key(blk_g);
-    bk.constants["TQ"] = tq;
-    bk.constants["STAGE_V"] = 0;  // many workgroups of 8 rows: staged values cost 5-19% (bench/EXPERIMENTS.md)
-    const gpu::Pipeline& bp = k_.get(bk);
-    d.blocked = &bp;
-    d.blocked_group = k_.device().bind(bp, b, "attention_blocked:" + part.label());
-    d.blocked_a = s.nh / blk_g, d.blocked_tq = tq, d.blocked_min = kAttnBlockedMinTokens;
-  }
-  flash_.reset();
-  const uint32_t fg = s.nh / s.nkv;  // a tile is the query heads of one KV head x 32 / fg tokens
-  if (flash_serves(s.hd, s.nh, s.nkv)) {
-    AttnDirect f{g_.ops.size() - 1,
-              {"attention_flash", {{"XOUT", "x_out_none"}},
-               {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", fg},
-                {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
-              {att, q, k_cache, v_cache, pages, *step_, part}};
-    const uint32_t wg_bytes = k_.device().limits().maxComputeWorkgroupStorageSize;
-    f.key.constants["TILE"] = flash_tile_force_ && flash_bytes(s.hd, flash_tile_force_) <= wg_bytes
-                                  ? flash_tile_force_ : flash_tile(s.hd, wg_bytes);
-    const gpu::Pipeline& fp = k_.get(f.key);
-    d.flash = &fp;
-    d.flash_group = k_.device().bind(fp, f.bindings, "attention_flash:" + att.label());
-    d.flash_a = s.nh / fg, d.flash_tq = kAttnFlashRows / fg, d.flash_min = kAttnFlashMinTokens;
-    gpu::KernelKey sk = f.key;
-    sk.constants["SPLITS"] = 1;
-    d.flash_split = &k_.get(sk);
-    d.flash_split_group = k_.device().bind(*d.flash_split, f.bindings, "attention_flash_split:" + part.label());
-    flash_ = std::move(f);
-  }
-  decode_.reset();
-  {
-    AttnDirect o{g_.ops.size() - 1,
-                 {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}},
-                  {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
-                 {att, q, k_cache, v_cache, pages, *step_}};
-    gpu::KernelKey sk = o.key;  // longer one-token passes: over splits (attention_split)
-    sk.constants["SPLITS"] = 1;
-    // 64 or 128 threads (up to the split), each taking span / wg positions: on the H200 a split of 256
-    // positions ran 2-2.5% faster at 4k on 128 threads than on 256 (bench/EXPERIMENTS.md).
-    uint32_t wg = 64;
-    while (wg < 128 && 2 * wg <= s.split) wg *= 2;
-    sk.constants["WG"] = wg;
-    std::vector<gpu::Binding> sb = o.bindings;
-    sb[0] = part;
-    d.decode_split = &k_.get(sk);
-    d.decode_split_group = k_.device().bind(*d.decode_split, sb, "attention_decode_split:" + part.label());
-    // Unsplit decode steps: the query, key and value heads made here from the raw qkv row (q_in_rope.wgsl),
-    // and the rope_kv just before skipped, when it is just before. Not in the splits: each would remake
-    // the query head, and the one holding the new position the key and value heads (H200 at 4096
-    // positions: -3..-4% decode on Qwen3-4B, bench/EXPERIMENTS.md).
-    const bool rope_here = rope_in_decode_ && rope_ && rope_->op + 1 == g_.ops.size() - 1;
-    if (rope_here) {
-      o.key.includes["QIN"] = "q_in_rope";
-      for (auto [name, v] : std::map<std::string, double>{{"ROT", s.rot}, {"NEOX", s.neox}, {"QK_NORM", s.qk_norm},
-                                                          {"HAS_BIAS", s.bias}, {"EPS", s.eps}})
-        o.key.constants[name] = v;
-      o.bindings = {att, *rope_->qkv, k_cache, v_cache, pages, *step_, *rope_->aux, *rope_->rope};
-      g_.ops[rope_->op].skip_decode_max = kAttnDecodeMax;
-    }
-    d.decode = &k_.get(o.key);
-    d.decode_group = k_.device().bind(*d.decode, o.bindings, "attention_decode:" + att.label());
-    d.decode_max = kAttnDecodeMax;
-    decode_ = std::move(o);
-  }
-  rope_.reset();
-}
-
-// KV positions per flash attention step: 64 on heads of 128+ dims where the workgroup's memory holds
-// them (the H200's 48 KB), else 32. H200 (bench/EXPERIMENTS.md): 64 gained 2% on Qwen3-4B's 1,024-token
-// prefill and 10% on a 4,096-position one, and lost 4% on Llama-3.2-1B's (64 dims) 512 and 1,024.
-uint32_t GraphBuilder::flash_tile(uint32_t hd, uint32_t wg_bytes) {
-  return hd >= 128 && flash_bytes(hd, 64) <= wg_bytes ? 64 : 32;
-}
-// The kernel's arrays: 32 query rows of HD / 4 + 1 vec4s, a tile of keys or values, a tile of weights
-// (8 vec4s per position) and 128 vec4s for the reductions.
-uint32_t GraphBuilder::flash_bytes(uint32_t hd, uint32_t tile) {
-  return 16 * (kAttnFlashRows * (hd / 4 + 1) + tile * hd / 8 + tile * 8 + 128);
-}
-
-bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
-  return hd % 32 == 0 && hd <= 128 && kAttnFlashRows % (nh / nkv) == 0;
-}
-
-void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
-  const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}}, {{"HD", s.hd}, {"NH", s.nh}}};
-  add(key, {att, part, *step_}, Grid::PerToken, s.nh);
-  // The attention just before wrote att itself in its long passes (flash) and short decode steps.
-  std::optional<AttnDirect> flash = std::move(flash_), decode = std::move(decode_);
-  flash_.reset(), decode_.reset();
-  if (flash) g_.ops.back().skip_min = g_.ops[flash->op].flash_min, g_.ops.back().unless_flash_split = true;
-  if (decode) g_.ops.back().skip_decode_max = g_.ops[decode->op].decode_max;
-  if (s.hd % 32 == 0) q8_producer(att, key, {att, part, *step_}, std::move(flash), std::move(decode));  // a head's output is whole units
 }
 
 void GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part,
