@@ -163,3 +163,24 @@ INSTANTIATE_TEST_SUITE_P(Architectures, Fixture, ::testing::Values("llama-gqa", 
                              if (c == '-') c = '_';
                            return s;
                          });
+
+// Passes deep in the context through the whole engine: 2,200 ids in 128-token passes, those ending at
+// 2,048+ positions running flash attention over splits and the combine after it (flash_split_span),
+// against the CPU twin (f16 cache) over every position. F16 weights: the passes read x as floats.
+TEST(DeepContext, FlashSplitPassesMatchTheCpuTwin) {
+  auto model = open_model(kModels + "llama-gqa-f16");
+  const ModelConfig& c = model->config;
+  ASSERT_TRUE(GraphBuilder::flash_serves(c.head_dim, c.num_attention_heads, c.num_key_value_heads));
+  std::vector<int32_t> ids(2200);
+  for (size_t i = 0; i < ids.size(); i++) ids[i] = i == 0 ? 1 : (int32_t)(3 + (i * 193) % 500);
+  ASSERT_NE(flash_split_span(2176, 128, c.num_attention_heads), 0u);  // the pass of positions 2048..2175
+  Forward fwd(device(), *model, 2304, 128);
+  const std::vector<float> gpu = Generator(fwd).logits(ids), cpu = ref::forward_logits(*model, ids, true);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  const size_t v = c.vocab_size, deep = 2048 * v;  // the positions past 2,048 on their own, too
+  const double e = nmse(gpu, cpu);
+  const double e_deep = nmse(std::vector<float>(gpu.begin() + deep, gpu.end()), std::vector<float>(cpu.begin() + deep, cpu.end()));
+  std::printf("  logits NMSE vs CPU twin: all %.3g, positions 2048+ %.3g\n", e, e_deep);
+  EXPECT_LT(e, 1e-8);
+  EXPECT_LT(e_deep, 1e-8);
+}
