@@ -287,14 +287,18 @@ INSTANTIATE_TEST_SUITE_P(Variants, AttentionTest,
 struct FlashCase {
   uint32_t T, pos0, hd, g;
   bool neox, q8;
+  AttnProblem problem() const {
+    return {pos0, T, hd, 2 * g, 2, neox ? hd : hd / 2, 16, 32, neox, neox, !neox, q8};
+  }
 };
+static std::string flash_case_name(const ::testing::TestParamInfo<FlashCase>& info) {
+  const FlashCase& c = info.param;
+  return "T" + std::to_string(c.T) + "_pos" + std::to_string(c.pos0) + "_hd" + std::to_string(c.hd) + "_g" +
+         std::to_string(c.g) + (c.neox ? "_neox" : "_normal") + (c.q8 ? "_q8" : "");
+}
 class FlashAttentionTest : public ::testing::TestWithParam<FlashCase> {};
 
-TEST_P(FlashAttentionTest, MatchesCpu) {
-  const FlashCase c = GetParam();
-  check_attention({c.pos0, c.T, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8},
-                  AttnForm::Flash);
-}
+TEST_P(FlashAttentionTest, MatchesCpu) { check_attention(GetParam().problem(), AttnForm::Flash); }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
                          ::testing::Values(FlashCase{70, 0, 64, 1, false, true}, FlashCase{130, 37, 128, 1, true, true},
@@ -303,33 +307,20 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
                                            FlashCase{70, 37, 128, 8, true, true}, FlashCase{130, 300, 64, 8, false, false},
                                            FlashCase{64, 0, 128, 8, false, true}, FlashCase{70, 300, 96, 2, true, true},
                                            FlashCase{70, 37, 32, 4, false, true}, FlashCase{9, 37, 128, 4, true, true}),
-                         [](const auto& info) {
-                           const FlashCase& c = info.param;
-                           return "T" + std::to_string(c.T) + "_pos" + std::to_string(c.pos0) + "_hd" +
-                                  std::to_string(c.hd) + "_g" + std::to_string(c.g) + (c.neox ? "_neox" : "_normal") +
-                                  (c.q8 ? "_q8" : "");
-                         });
+                         flash_case_name);
 
 // Flash attention over splits: passes of 2..128 tokens that end at 2,048+ positions, up to 8 splits of
 // whole 64-position steps; G = 1..8, head sizes 64..128, one case whose last split holds a single
 // position that only the last of its 40 tokens sees (its other rows store max "minus infinity").
 class FlashSplitTest : public ::testing::TestWithParam<FlashCase> {};
 
-TEST_P(FlashSplitTest, MatchesCpu) {
-  const FlashCase c = GetParam();
-  check_attention({c.pos0, c.T, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8},
-                  AttnForm::FlashSplit);
-}
+TEST_P(FlashSplitTest, MatchesCpu) { check_attention(GetParam().problem(), AttnForm::FlashSplit); }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashSplitTest,
                          ::testing::Values(FlashCase{40, 2201, 128, 4, true, true}, FlashCase{2, 2046, 64, 1, false, true},
                                            FlashCase{64, 2500, 128, 8, false, false}, FlashCase{9, 3000, 96, 2, true, true},
                                            FlashCase{100, 2000, 64, 4, false, true}),
-                         [](const auto& info) {
-                           const FlashCase& c = info.param;
-                           return "T" + std::to_string(c.T) + "_pos" + std::to_string(c.pos0) + "_hd" +
-                                  std::to_string(c.hd) + "_g" + std::to_string(c.g) + (c.q8 ? "_q8" : "");
-                         });
+                         flash_case_name);
 
 TEST(FlashSplitSpan, WholeStepsUpToEightSplits) {
   EXPECT_EQ(flash_split_span(2047, 35, 32), 0u);    // too few positions
