@@ -50,6 +50,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   // it only where flash attention does not serve the longer passes, and the logits of every token of a
   // pass (ztvm logits, perplexity) only up to kLogitsRows: those passes are chunked shorter instead.
   const bool flash = GraphBuilder::flash_serves(hd, nh, nkv);
+  flash_nh_ = flash ? nh : 0;
   const uint64_t part_row = (uint64_t)nh * max_splits * (hd + 2) * F;  // one token's split partials
   const uint64_t widest_row = std::max({(uint64_t)d, (uint64_t)c.intermediate_size, (uint64_t)(nh + 2 * nkv) * hd}) * F;
   const uint64_t limit = std::min(dev.max_binding_size() / widest_row, flash ? UINT32_MAX : dev.max_binding_size() / part_row);
@@ -170,9 +171,7 @@ void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_to
     throw std::runtime_error("pass of " + std::to_string(n_tokens) + " tokens with all logits (limit " + std::to_string(logits_rows_) + ")");
   if (pos0 + n_tokens > max_context_)
     throw std::runtime_error("context full: " + std::to_string(pos0 + n_tokens) + " tokens exceed the context of " + std::to_string(max_context_));
-  const uint32_t nh = cfg_.num_attention_heads;
-  const bool flash = GraphBuilder::flash_serves(cfg_.head_dim, nh, cfg_.num_key_value_heads);
-  StepParams p{pos0, n_tokens, out_index, attention_split(kSplit, pos0 + n_tokens, n_tokens, flash ? nh : 0)};
+  StepParams p{pos0, n_tokens, out_index, attention_split(kSplit, pos0 + n_tokens, n_tokens, flash_nh_)};
   StepParams last{pos0 + n_tokens - 1, 1, out_index, p.split};
   dev_.write(s_.step, &p, sizeof p);
   dev_.write(s_.step_last, &last, sizeof last);

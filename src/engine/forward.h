@@ -86,6 +86,7 @@ class Forward {
   gpu::Kernels kernels_;
   ModelConfig cfg_;
   uint32_t max_context_, max_chunk_, kv_pages_, logits_rows_ = 1;
+  uint32_t flash_nh_ = 0;  // query heads where flash attention serves them (its splits: attention_split), else 0
   std::unique_ptr<Weights> w_;
   State s_;
   Graph graphs_[4];
