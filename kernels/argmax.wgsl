@@ -1,8 +1,10 @@
 // Greedy sampling on the GPU, in two passes over the logits. Pass 1 (FINAL = false): workgroup g
 // finds the largest logit of its slice (lowest index on ties; NaN never wins) into part[g].
 // Pass 2 (FINAL = true, one workgroup): the best of the parts goes to ids[0], where the next step's
-// embedding reads it, and to tokens[step.out_index] for the host.
+// embedding reads it, and to tokens[step.out_index] for the host; with NEXT = next_embed it also stores
+// that token's embedding row for the next step.
 //!include common
+//!include NEXT
 
 override N: u32;       // vocabulary size
 override PARTS: u32;   // workgroups of pass 1
@@ -48,13 +50,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     }
     workgroupBarrier();
   }
-  if (lid == 0u) {
-    if (FINAL) {
-      let tok = select(best_i[0], 0u, best_i[0] == 0xFFFFFFFFu);
+  if (FINAL) {
+    let tok = select(best_i[0], 0u, best_i[0] == 0xFFFFFFFFu);  // every thread: the loop's last barrier published it
+    if (lid == 0u) {
       ids[0] = tok;
       tokens[step.out_index] = tok;
-    } else {
-      part[wid.x] = vec2u(bitcast<u32>(best_v[0]), best_i[0]);
     }
+    embed_next(tok, lid);
+  } else if (lid == 0u) {
+    part[wid.x] = vec2u(bitcast<u32>(best_v[0]), best_i[0]);
   }
 }

@@ -2,7 +2,7 @@
 // binding comes in parts of rows [ROW0, ROW0 + ROWS), one dispatch each: a part skips the tokens
 // whose rows another part holds.
 //!include common
-//!include WEIGHT
+//!include embed_row
 
 override COLS: u32;  // hidden size
 override ROW0: u32 = 0u;
@@ -20,9 +20,5 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (t >= step.n_tokens) { return; }
   let id = ids[t];
   if (id < ROW0 || id - ROW0 >= ROWS) { return; }
-  let rb = (id - ROW0) * w_row_bytes();
-  for (var u = lid; u < (COLS + 31u) / 32u; u += 64u) {
-    let v = w_unit(rb, u);
-    for (var i = 0u; i < min(32u, COLS - u * 32u); i++) { x[t * COLS + u * 32u + i] = v[i]; }
-  }
+  embed_row(t * COLS, (id - ROW0) * w_row_bytes(), lid, 64u);
 }

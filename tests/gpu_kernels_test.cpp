@@ -414,21 +414,38 @@ TEST(Kernels, FlashForwardMatchesCpuReference) {
   expect_logits_match_cpu(fwd, *model, 134);
 }
 
+// Also: the final pass stores the chosen token's embedding row for the next step (next_embed.wgsl),
+// dequantized as embed.wgsl would; with the table in two parts it leaves that to the embed dispatch.
 TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {
   gpu::Kernels k(device());
-  const uint32_t n = 5000;
+  const uint32_t n = 5000, d = 512;
   std::vector<float> logits = random_vec(n, 13);
   logits[4321] = 50.f;
   logits[1234] = 50.f;  // a tie: the lower index wins
   logits[77] = std::nanf("");
+  for (GgmlType t : {GgmlType::Q6_K, GgmlType::Q4_0, GgmlType::F16}) {
+    EncodedMatrix table(t, n, d, 21);
+    Matrix m = upload_matrix(device(), "test.embd", {&table.view});
+    gpu::Buffer lb = upload("test.logits", logits), ids = device().buffer("test.ids", 16), toks = device().buffer("test.tokens", 64);
+    gpu::Buffer part = device().buffer("test.part", GraphBuilder::kArgmaxParts * 8);
+    gpu::Buffer x = upload("test.x", std::vector<float>(d, -7.f));
+    gpu::Buffer step = step_buffer(0, 1, 5);
+    Graph g;
+    EXPECT_TRUE(GraphBuilder(k, g, step).argmax(ids, toks, part, lb, n, x, m));
+    run(g, 0, 1);
+    EXPECT_EQ(device().read_as<uint32_t>(ids, 1)[0], 1234u) << type_name(t);
+    EXPECT_EQ(device().read_as<uint32_t>(toks, 6)[5], 1234u) << type_name(t);
+    EXPECT_EQ(read(x, d), table.ref().row(1234)) << type_name(t);
+  }
+  EncodedMatrix a(GgmlType::Q6_K, 3000, 256, 16), b(GgmlType::Q8_0, 2000, 256, 17);
+  Matrix parts = upload_matrix(device(), "test.embd", {&a.view, &b.view});
   gpu::Buffer lb = upload("test.logits", logits), ids = device().buffer("test.ids", 16), toks = device().buffer("test.tokens", 64);
-  gpu::Buffer part = device().buffer("test.part", GraphBuilder::kArgmaxParts * 8);
+  gpu::Buffer part = device().buffer("test.part", GraphBuilder::kArgmaxParts * 8), x = device().buffer("test.x", 1024);
   gpu::Buffer step = step_buffer(0, 1, 5);
   Graph g;
-  GraphBuilder(k, g, step).argmax(ids, toks, part, lb, n);
+  EXPECT_FALSE(GraphBuilder(k, g, step).argmax(ids, toks, part, lb, n, x, parts));
   run(g, 0, 1);
   EXPECT_EQ(device().read_as<uint32_t>(ids, 1)[0], 1234u);
-  EXPECT_EQ(device().read_as<uint32_t>(toks, 6)[5], 1234u);
 }
 
 TEST(Kernels, CompileErrorNamesTheKernel) {

@@ -144,7 +144,7 @@ void Forward::build(Head head, Graph& graph) {
     g.use_step(s.step_last);
     g.matmul(s.logits, s.x_last, w.lm_head(), 0, true);       // logits = W_out xb[last]
     if (head == Head::LastSample)
-      g.argmax(s.ids, s.tokens, s.argmax_part, s.logits, c.vocab_size);  // ids[0] = tokens[out_index] = argmax(logits)
+      next_embedded_ = g.argmax(s.ids, s.tokens, s.argmax_part, s.logits, c.vocab_size, s.x_a, w.token_embd);  // ids[0] = tokens[out_index] = argmax(logits); x = token_embd[ids[0]] for the next step
     else
       g.sample(s.ids, s.tokens, s.logits, s.sampling, c.vocab_size);     // ids[0] = tokens[out_index] ~ p(logits)
   }
@@ -175,7 +175,14 @@ void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_to
   StepParams last{pos0 + n_tokens - 1, 1, out_index, p.split};
   dev_.write(s_.step, &p, sizeof p);
   dev_.write(s_.step_last, &last, sizeof last);
-  graph(head).encode(rec, pos0, n_tokens);
+  graph(head).encode(rec, pos0, n_tokens, x_embedded_ && n_tokens == 1);
+  x_embedded_ = head == Head::LastSample && next_embedded_;
+}
+
+void Forward::write_ids(const int32_t* ids, uint32_t n) {
+  if (n > max_chunk_) throw std::runtime_error("pass of " + std::to_string(n) + " ids (chunk limit " + std::to_string(max_chunk_) + ")");
+  dev_.write(s_.ids, ids, (uint64_t)n * 4);
+  x_embedded_ = false;  // x no longer holds the row of ids[0]
 }
 
 const Graph& Forward::graph(Head h) {

@@ -30,8 +30,12 @@ class Forward {
           uint32_t kv_pages = 0);
   ~Forward();
 
-  // Records one pass of n_tokens tokens starting at position pos0 whose ids are already in ids().
-  // Writes the step uniforms (ordered with earlier submits by the queue), then the dispatches.
+  // The ids of the next pass (ordered with earlier submits by the queue).
+  void write_ids(const int32_t* ids, uint32_t n);
+  // Records one pass of n_tokens tokens starting at position pos0 whose ids are in ids(): written by
+  // write_ids, or ids[0] chosen by the last pass (Head::LastSample, LastRandom). Writes the step
+  // uniforms (ordered with earlier submits by the queue), then the dispatches. A one-token pass right
+  // after a Head::LastSample pass skips its embed: that pass's argmax stored the row (GraphBuilder::argmax).
   void encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index = 0);
 
   // The parameters Head::LastRandom passes use (a uniform the queue updates in order).
@@ -45,7 +49,7 @@ class Forward {
   const ModelConfig& config() const { return cfg_; }
   uint32_t max_context() const { return max_context_; }
   uint32_t max_chunk() const { return max_chunk_; }
-  const gpu::Buffer& ids() const { return s_.ids; }        // [max_chunk] u32 token ids of the pass
+  const gpu::Buffer& ids() const { return s_.ids; }        // [max_chunk] u32 token ids of the pass (write_ids)
   // The logits of the last Head::AllLogits pass, [logits_rows, vocab] f32 (made with that graph, on its
   // first use: generation needs only the last token's row).
   const gpu::Buffer& logits() const { return s_.logits_all; }
@@ -91,6 +95,8 @@ class Forward {
   State s_;
   Graph graphs_[4];
   bool built_[4] = {};
+  bool next_embedded_ = false;  // Head::LastSample's argmax stores the next step's embedding row
+  bool x_embedded_ = false;     // ... and the last pass recorded was one, with no write_ids since
 };
 
 // (cos, sin) of pos * theta_i for i < rot/2, with Llama-3 style per-frequency divisors when given.

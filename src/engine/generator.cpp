@@ -54,7 +54,7 @@ std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
   bind_pages((uint32_t)ids.size());
   for (size_t at = 0; at < ids.size(); at += chunk) {
     uint32_t n = (uint32_t)std::min<size_t>(chunk, ids.size() - at);
-    dev.write(fwd_.ids(), ids.data() + at, n * 4);
+    fwd_.write_ids(ids.data() + at, n);
     gpu::Recorder rec(dev, "logits");
     fwd_.encode(rec, Head::AllLogits, (uint32_t)at, n);
     rec.submit();
@@ -89,7 +89,7 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
   for (size_t at = keep; at < prompt.size(); at += chunk) {
     uint32_t n = (uint32_t)std::min<size_t>(chunk, prompt.size() - at);
     bool last = at + n == prompt.size();
-    dev.write(fwd_.ids(), prompt.data() + at, n * 4);
+    fwd_.write_ids(prompt.data() + at, n);
     gpu::Recorder rec(dev, "prefill");
     fwd_.encode(rec, last ? head : Head::None, (uint32_t)at, n, 0);
     if (last) rec.copy(fwd_.ids(), 0, ring_[0], 0, 4);

@@ -45,10 +45,12 @@ Variant Dispatch::variant(uint32_t n_tokens, bool flash_split) const {
   return Variant::Main;
 }
 
-void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const {
+void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool embedded) const {
   const uint32_t tiles = (n_tokens + 63) / 64;
   for (const Dispatch& d : ops) {
+    if (embedded && d.skip_embedded) continue;
     if (!d.pipeline) {
+      if (d.skip_one_token && n_tokens == 1) continue;
       rec.copy(*d.src, (uint64_t)(n_tokens - 1) * d.b * 4, *d.dst, 0, (uint64_t)d.b * 4);
       continue;
     }
@@ -132,6 +134,7 @@ void GraphBuilder::embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Mat
     std::map<std::string, double> c = {{"COLS", table.cols}};
     if (table.parts.size() > 1) c["ROW0"] = p.row0, c["ROWS"] = p.rows;
     add({"embed", {{"WEIGHT", weight_snippet(p.type)}}, c}, {x, ids, p.buf, *step_}, Grid::PerToken, 1);
+    g_.ops.back().skip_embedded = table.parts.size() == 1;  // argmax can make the row (GraphBuilder::argmax)
   }
 }
 
@@ -166,6 +169,24 @@ bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_toke
   if (q8_producer_.empty()) return false;
   Q8Producer& p = q8_producer_[0];
   if (p.op + 1 != g_.ops.size() || p.y != &x) return false;
+  emit_q8(p, *p.y, max_tokens);
+  return true;
+}
+
+// The LM head of a pass's last token reads x, a copy of the producer's last row (copy_last_row). In a
+// one-token pass that row is the producer's only one: its one-token variant stores the int8 units
+// instead, and the copy (a break in the compute pass) and the quantize_q8 after it are skipped.
+bool GraphBuilder::emit_q8_through_copy(const gpu::Buffer& x) {
+  if (q8_producer_.empty() || g_.ops.empty()) return false;
+  Dispatch& copy = g_.ops.back();
+  Q8Producer& p = q8_producer_[0];
+  if (copy.pipeline || copy.dst != &x || copy.src != p.y || p.op + 2 != g_.ops.size()) return false;
+  emit_q8(p, *p.y, 1);
+  copy.skip_one_token = true;
+  return true;
+}
+
+void GraphBuilder::emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tokens) {
   gpu::KernelKey key = p.key;
   key.includes["XOUT"] = "x_out_q8";
   std::vector<gpu::Binding> b = p.bindings;
@@ -192,7 +213,6 @@ bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_toke
     a.flash_q8_max = max_tokens;
   }
   if (p.decode) q8_variant(*p.decode, g_.ops[p.decode->op].decode_q8, g_.ops[p.decode->op].decode_q8_group);
-  return true;
 }
 
 void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride,
@@ -217,8 +237,9 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       throw ModelError("int8 x buffers hold " + std::to_string(xq_->size()) + " bytes, " + std::to_string(units * 32) + " needed");
     if (one_token || !emit_q8_from_producer(x, q8_max)) {
       const bool from_matvec = !one_token && emit_q8_from_matvec(x);  // one token: its units are made
+      const bool through_copy = one_token && emit_q8_through_copy(x);
       add_quantize_q8(x, w.cols, one_token, q8_max);
-      g_.ops.back().skip_one_token = from_matvec;
+      g_.ops.back().skip_one_token = from_matvec || through_copy;
     }
   }
   for (const MatrixPart& p : w.parts) {
@@ -429,13 +450,21 @@ void GraphBuilder::add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, con
   add_reduce(y, p, w, key.constants.at("Y_STRIDE"), ksplit);
 }
 
-void GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part,
-                          const gpu::Buffer& logits, uint32_t vocab) {
+bool GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part,
+                          const gpu::Buffer& logits, uint32_t vocab, const gpu::Buffer& x, const Matrix& table) {
   const std::map<std::string, double> c = {{"N", vocab}, {"PARTS", kArgmaxParts}};
-  add({"argmax", {}, c}, {ids, tokens, part, logits, *step_}, Grid::Fixed, kArgmaxParts);
-  auto final_c = c;
-  final_c["FINAL"] = 1;
-  add({"argmax", {}, final_c}, {ids, tokens, part, logits, *step_}, Grid::Fixed, 1);
+  add({"argmax", {{"NEXT", "next_none"}}, c}, {ids, tokens, part, logits, *step_}, Grid::Fixed, kArgmaxParts);
+  gpu::KernelKey fk{"argmax", {{"NEXT", "next_none"}}, c};
+  fk.constants["FINAL"] = 1;
+  std::vector<gpu::Binding> b = {ids, tokens, part, logits, *step_};
+  const bool embed = table.parts.size() == 1;  // a table in parts (over a binding's limit) keeps its dispatch
+  if (embed) {
+    fk.includes = {{"NEXT", "next_embed"}, {"WEIGHT", weight_snippet(table.parts[0].type)}};
+    fk.constants["COLS"] = table.cols;
+    b.push_back(x), b.push_back(table.parts[0].buf);
+  }
+  add(fk, b, Grid::Fixed, 1);
+  return embed;
 }
 
 void GraphBuilder::sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits,

@@ -110,6 +110,7 @@ struct Dispatch {
   uint32_t skip_min = 0;  // non-zero: passes of at least skip_min tokens skip this dispatch
   bool unless_flash_split = false;  // ... except those that run flash attention over splits
   uint32_t skip_decode_max = 0;  // non-zero: one-token passes that see at most this many positions skip it
+  bool skip_embedded = false;  // the embed, skipped where the last pass's argmax made x (Graph::encode)
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
   const gpu::Buffer* dst = nullptr;
@@ -122,7 +123,8 @@ struct Dispatch {
 class Graph {
  public:
   // Replays the dispatches for a pass of n_tokens tokens starting at pos0.
-  void encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens) const;
+  // embedded: x already holds the pass's one embedding row (made by the last pass's argmax).
+  void encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool embedded = false) const;
   std::vector<Dispatch> ops;
 };
 
@@ -201,9 +203,11 @@ class GraphBuilder {
   void attention(const gpu::Buffer& att, const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
                  const gpu::Buffer& v_cache, const gpu::Buffer& pages, const AttnShape& s);
   void attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s);
-  // part: scratch of kArgmaxParts (value, index) pairs between the two passes.
-  void argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part, const gpu::Buffer& logits,
-              uint32_t vocab);
+  // part: scratch of kArgmaxParts (value, index) pairs between the two passes. The second pass also
+  // stores the chosen token's row of `table` in x (next_embed.wgsl) when the table is one binding:
+  // then it returns true, and a one-token pass after it may skip its embed (Graph::encode's embedded).
+  bool argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part, const gpu::Buffer& logits,
+              uint32_t vocab, const gpu::Buffer& x, const Matrix& table);
   static constexpr uint32_t kArgmaxParts = 128;
   // Random sampling of the logits (in place) with the SamplingUniform in `params`.
   void sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, const gpu::Buffer& params,
@@ -258,6 +262,8 @@ class GraphBuilder {
   void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
                    std::optional<AttnDirect> flash = std::nullopt, std::optional<AttnDirect> decode = std::nullopt);
   bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens);
+  bool emit_q8_through_copy(const gpu::Buffer& x);
+  void emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tokens);
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
   void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                    const std::map<std::string, double>& gemm_constants, uint32_t row_tiles);
