@@ -6,6 +6,7 @@
 // summing over the vocabulary), so nothing is sorted. Writes ids[0] and tokens[out_index] like argmax.
 //!include common
 //!include block_sum
+//!include NEXT
 
 override N: u32;  // vocabulary size
 
@@ -75,6 +76,8 @@ fn uniform01(a: u32, b: u32, c: u32) -> f32 {
   x = (x >> 22u) ^ x;
   return f32(x >> 8u) / 16777216.0;
 }
+
+var<workgroup> picked: u32;
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {
@@ -181,5 +184,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     if (pick == 0xFFFFFFFFu) { pick = 0u; }
     ids[0] = pick;
     tokens[out] = pick;
+    picked = pick;
   }
+  workgroupBarrier();
+  embed_next(picked, lid);  // NEXT = next_embed: the token's embedding row for the next step
 }

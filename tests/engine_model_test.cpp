@@ -104,6 +104,25 @@ TEST(StoriesModel, PrefixReuseGivesTheSameTokens) {
   EXPECT_EQ(again, std::vector<int32_t>(first.begin() + 5, first.end()));
 }
 
+// Decode steps take their embedding row from the step before (argmax or sample stores it, and the
+// embed dispatch is skipped): sampling with top-k 1 must then walk the same tokens as greedy decoding,
+// and a greedy run after it, whose prompt the host writes again, too.
+TEST(StoriesModel, SampledTopK1DecodesAsGreedy) {
+  auto model = open_model(kDir + "stories260K-f32.gguf");
+  Forward fwd(device(), *model, 128, 16);
+  Generator gen(fwd);
+  std::vector<int32_t> greedy, sampled, again;
+  gen.generate(kIds, 24, [&](int32_t t) { greedy.push_back(t); return true; });
+  SamplingParams p;
+  p.temperature = 0.8f, p.top_k = 1, p.seed = 3;
+  ASSERT_FALSE(p.greedy());
+  gen.generate({1, 300}, 4, [&](int32_t) { return true; });  // another prompt in between
+  gen.generate(kIds, 24, [&](int32_t t) { sampled.push_back(t); return true; }, p);
+  EXPECT_EQ(sampled, greedy);
+  gen.generate(kIds, 24, [&](int32_t t) { again.push_back(t); return true; });
+  EXPECT_EQ(again, greedy);
+}
+
 // Every graph's attention has the one-token variant without splits (attention_decode.wgsl) for steps
 // at early positions, and the combine after it skips those steps; the generations above ran it.
 TEST(StoriesModel, EarlyDecodeStepsTakeAttentionWithoutSplits) {

@@ -461,15 +461,21 @@ TEST(Kernels, CompileErrorNamesTheKernel) {
 
 // Random sampling: the draw always lies in the set top-k/top-p/min-p allow (computed here on the CPU
 // from the untempered logits), its frequencies follow softmax(l / T) over that set, top-k 1 is argmax,
-// the same seed repeats, and the repeat penalty pushes a recent token down.
+// the same seed repeats, and the repeat penalty pushes a recent token down. Every draw also leaves the
+// drawn token's embedding row in x (next_embed.wgsl).
 namespace {
 
 struct SampleRig {
   gpu::Kernels k{device()};
   uint32_t n;
-  gpu::Buffer logits, ids, toks, params;
+  gpu::Buffer logits, ids, toks, params, x;
   std::vector<float> l;
-  SampleRig(const std::vector<float>& values, const SamplingParams& p) : n((uint32_t)values.size()), l(values) {
+  EncodedMatrix table;
+  Matrix m;
+  SampleRig(const std::vector<float>& values, const SamplingParams& p)
+      : n((uint32_t)values.size()), l(values), table(GgmlType::Q8_0, n, 32, 23) {
+    m = upload_matrix(device(), "test.embd", {&table.view});
+    x = device().buffer("test.x", 32 * 4);
     logits = upload("test.logits", l);
     ids = device().buffer("test.ids", 16);
     toks = device().buffer("test.tokens", 4 * 4096);
@@ -483,9 +489,11 @@ struct SampleRig {
     device().write(logits, l.data(), l.size() * 4);
     gpu::Buffer step = step_buffer(0, 1, out);
     Graph g1;
-    GraphBuilder(k, g1, step).sample(ids, toks, logits, params, n);
+    EXPECT_TRUE(GraphBuilder(k, g1, step).sample(ids, toks, logits, params, n, x, m));
     run(g1, 0, 1);
-    return device().read_as<uint32_t>(ids, 1)[0];
+    const uint32_t id = device().read_as<uint32_t>(ids, 1)[0];
+    EXPECT_EQ(read(x, 32), table.ref().row(id < n ? id : 0));
+    return id;
   }
 };
 

@@ -146,7 +146,7 @@ void Forward::build(Head head, Graph& graph) {
     if (head == Head::LastSample)
       next_embedded_ = g.argmax(s.ids, s.tokens, s.argmax_part, s.logits, c.vocab_size, s.x_a, w.token_embd);  // ids[0] = tokens[out_index] = argmax(logits); x = token_embd[ids[0]] for the next step
     else
-      g.sample(s.ids, s.tokens, s.logits, s.sampling, c.vocab_size);     // ids[0] = tokens[out_index] ~ p(logits)
+      next_embedded_ = g.sample(s.ids, s.tokens, s.logits, s.sampling, c.vocab_size, s.x_a, w.token_embd);  // ids[0] = tokens[out_index] ~ p(logits); x as argmax
   }
 }
 
@@ -176,7 +176,7 @@ void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_to
   dev_.write(s_.step, &p, sizeof p);
   dev_.write(s_.step_last, &last, sizeof last);
   graph(head).encode(rec, pos0, n_tokens, x_embedded_ && n_tokens == 1);
-  x_embedded_ = head == Head::LastSample && next_embedded_;
+  x_embedded_ = (head == Head::LastSample || head == Head::LastRandom) && next_embedded_;
 }
 
 void Forward::write_ids(const int32_t* ids, uint32_t n) {

@@ -35,7 +35,8 @@ class Forward {
   // Records one pass of n_tokens tokens starting at position pos0 whose ids are in ids(): written by
   // write_ids, or ids[0] chosen by the last pass (Head::LastSample, LastRandom). Writes the step
   // uniforms (ordered with earlier submits by the queue), then the dispatches. A one-token pass right
-  // after a Head::LastSample pass skips its embed: that pass's argmax stored the row (GraphBuilder::argmax).
+  // after a LastSample or LastRandom pass skips its embed: that pass's argmax or sample stored the row
+  // (GraphBuilder::argmax).
   void encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index = 0);
 
   // The parameters Head::LastRandom passes use (a uniform the queue updates in order).
@@ -95,7 +96,7 @@ class Forward {
   State s_;
   Graph graphs_[4];
   bool built_[4] = {};
-  bool next_embedded_ = false;  // Head::LastSample's argmax stores the next step's embedding row
+  bool next_embedded_ = false;  // the LastSample / LastRandom heads store the next step's embedding row
   bool x_embedded_ = false;     // ... and the last pass recorded was one, with no write_ids since
 };
 

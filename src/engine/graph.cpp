@@ -450,26 +450,32 @@ void GraphBuilder::add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, con
   add_reduce(y, p, w, key.constants.at("Y_STRIDE"), ksplit);
 }
 
+// The kernel that picks the next token (argmax's final pass, sample) with its row of the embedding
+// table stored in x (next_embed.wgsl), where the table is one binding (else the embed dispatch stays).
+bool GraphBuilder::add_picker(gpu::KernelKey key, std::vector<gpu::Binding> b, const gpu::Buffer& x, const Matrix& table) {
+  const bool embed = table.parts.size() == 1;
+  key.includes["NEXT"] = embed ? "next_embed" : "next_none";
+  if (embed) {
+    key.includes["WEIGHT"] = weight_snippet(table.parts[0].type);
+    key.constants["COLS"] = table.cols;
+    b.push_back(x), b.push_back(table.parts[0].buf);
+  }
+  add(key, b, Grid::Fixed, 1);
+  return embed;
+}
+
 bool GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part,
                           const gpu::Buffer& logits, uint32_t vocab, const gpu::Buffer& x, const Matrix& table) {
   const std::map<std::string, double> c = {{"N", vocab}, {"PARTS", kArgmaxParts}};
   add({"argmax", {{"NEXT", "next_none"}}, c}, {ids, tokens, part, logits, *step_}, Grid::Fixed, kArgmaxParts);
-  gpu::KernelKey fk{"argmax", {{"NEXT", "next_none"}}, c};
+  gpu::KernelKey fk{"argmax", {}, c};
   fk.constants["FINAL"] = 1;
-  std::vector<gpu::Binding> b = {ids, tokens, part, logits, *step_};
-  const bool embed = table.parts.size() == 1;  // a table in parts (over a binding's limit) keeps its dispatch
-  if (embed) {
-    fk.includes = {{"NEXT", "next_embed"}, {"WEIGHT", weight_snippet(table.parts[0].type)}};
-    fk.constants["COLS"] = table.cols;
-    b.push_back(x), b.push_back(table.parts[0].buf);
-  }
-  add(fk, b, Grid::Fixed, 1);
-  return embed;
+  return add_picker(fk, {ids, tokens, part, logits, *step_}, x, table);
 }
 
-void GraphBuilder::sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits,
-                          const gpu::Buffer& params, uint32_t vocab) {
-  add({"sample", {}, {{"N", vocab}}}, {ids, tokens, logits, params, *step_}, Grid::Fixed, 1);
+bool GraphBuilder::sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits,
+                          const gpu::Buffer& params, uint32_t vocab, const gpu::Buffer& x, const Matrix& table) {
+  return add_picker({"sample", {}, {{"N", vocab}}}, {ids, tokens, logits, params, *step_}, x, table);
 }
 
 void GraphBuilder::copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width) {

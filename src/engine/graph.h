@@ -209,9 +209,10 @@ class GraphBuilder {
   bool argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part, const gpu::Buffer& logits,
               uint32_t vocab, const gpu::Buffer& x, const Matrix& table);
   static constexpr uint32_t kArgmaxParts = 128;
-  // Random sampling of the logits (in place) with the SamplingUniform in `params`.
-  void sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, const gpu::Buffer& params,
-              uint32_t vocab);
+  // Random sampling of the logits (in place) with the SamplingUniform in `params`; the token's row of
+  // `table` stored in x as argmax does.
+  bool sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, const gpu::Buffer& params,
+              uint32_t vocab, const gpu::Buffer& x, const Matrix& table);
   void copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width);
 
  private:
@@ -263,6 +264,7 @@ class GraphBuilder {
                    std::optional<AttnDirect> flash = std::nullopt, std::optional<AttnDirect> decode = std::nullopt);
   bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens);
   bool emit_q8_through_copy(const gpu::Buffer& x);
+  bool add_picker(gpu::KernelKey key, std::vector<gpu::Binding> b, const gpu::Buffer& x, const Matrix& table);
   void emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tokens);
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
   void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
