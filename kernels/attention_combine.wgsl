@@ -1,3 +1,4 @@
+//!include REDUCE
 // Merges attention's split partials: out = sum_s o_s e^(m_s - M) / sum_s l_s e^(m_s - M).
 // One workgroup per (token, head). The splits' maxima and sums are read in parallel (thread s takes
 // splits s, s + 64, ...) and reduced in workgroup memory; then each chunk of 64 splits gets its
@@ -15,26 +16,16 @@ override NH: u32;
 @group(0) @binding(2) var<uniform> step: Step;
 const XQ_BINDING = 3u;
 
-var<workgroup> red: array<f32, 64>;
 var<workgroup> wts: array<f32, 64>;  // weights of the current chunk of splits
 var<workgroup> outv: array<f32, 256>;  // the head's output, for its int8 units (EMIT_Q8)
 const BATCH = 8u;
+const WG = 64u;  // threads (block_reduce's)
 override DPT: u32 = (HD + 63u) / 64u;  // dims per thread (at most 4)
-
-// The max (or sum) of every thread's v: one barrier to publish them, then each thread reads all 64
-// (a tree would take six barriers; this kernel's time is its chain of waits, not its arithmetic).
-fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
-  workgroupBarrier();  // earlier readers of red are done
-  red[lid] = v;
-  workgroupBarrier();
-  var r = red[0];
-  for (var i = 1u; i < 64u; i++) { r = select(r + red[i], max(r, red[i]), is_max); }
-  return r;
-}
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-        @builtin(local_invocation_index) lid: u32) {
+        @builtin(local_invocation_index) lid: u32, sgi: SgIn) {
+  reduce_init(sgi);
   let n_splits = (step.pos0 + step.n_tokens + step.split - 1u) / step.split;
   let g = flat_group(wid, nwg);
   let t = g / NH;
@@ -50,13 +41,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   var mx = -1e30;
   for (var s = lid; s < n_splits; s += 64u) { mx = max(mx, part[base + s * (HD + 2u) + HD]); }
-  mx = reduce(lid, mx, true);
+  mx = block_reduce(lid, mx, true);
   var l = 0.0;
   for (var s = lid; s < n_splits; s += 64u) {
     let pb = base + s * (HD + 2u);
     l += part[pb + HD + 1u] * exp(part[pb + HD] - mx);
   }
-  let inv_l = 1.0 / reduce(lid, l, false);
+  let inv_l = 1.0 / block_reduce(lid, l, false);
   var acc = vec4f(0.0);  // dims lid, lid + 64, lid + 128, lid + 192 (those past HD stay 0)
   for (var c = 0u; c < n_splits; c += 64u) {
     let n = min(64u, n_splits - c);

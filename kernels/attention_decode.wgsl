@@ -1,3 +1,4 @@
+//!include REDUCE
 // One-token attention without split-K, for decode steps at short context: one 256-thread workgroup
 // per query head takes every position, 256 at a time with an online softmax, and writes att (and, as
 // attention_combine would, its int8 units) itself. The split kernel (attention.wgsl) needs a second
@@ -16,7 +17,7 @@
 //
 // QIN says where the query comes from: q_in_plain (rope_kv.wgsl made it and appended this token's key
 // and value) or q_in_rope (without splits only: this kernel makes the heads from the raw qkv row, and
-// rope_kv is skipped).
+// rope_kv is skipped). REDUCE (reduce_wg or reduce_sg: subgroups, in the split kernel) is block_reduce.
 //!include common
 //!include XOUT
 //!include QIN
@@ -42,29 +43,8 @@ const XQ_BINDING = 6u + QIN_BINDINGS;
 
 var<workgroup> qv: array<vec4f, 32>;    // the query row, scaled (HD / 4)
 var<workgroup> pw: array<f32, WG>;      // the block's weights
-var<workgroup> red: array<f32, WG>;     // reductions, first level
-var<workgroup> red2: array<f32, 32>;    // reductions, second level
 var<workgroup> osum: array<vec4f, 2u * WG>;  // [g][c][2]: each group's share of the output
 var<workgroup> outv: array<f32, 128>;   // the head's output, for its int8 units (EMIT_Q8)
-
-// The max (or sum) of every thread's v: 32 threads each fold a column of 8, then all read the 32.
-fn block_reduce(lid: u32, v: f32, is_max: bool) -> f32 {
-  workgroupBarrier();  // earlier readers of red and red2 are done
-  red[lid] = v;
-  workgroupBarrier();
-  if (lid < 32u) {
-    var r = red[lid];
-    for (var i = 1u; i < WG / 32u; i++) {
-      let x = red[i * 32u + lid];
-      r = select(r + x, max(r, x), is_max);
-    }
-    red2[lid] = r;
-  }
-  workgroupBarrier();
-  var r = red2[0];
-  for (var i = 1u; i < 32u; i++) { r = select(r + red2[i], max(r, red2[i]), is_max); }
-  return r;
-}
 
 // Value chunk c (dims 8c..8c+7, as 8 halves) of position b + i for KV head kvh.
 fn value_chunk(b: u32, i: u32, kvh: u32, c: u32) -> vec4u {
@@ -78,7 +58,8 @@ fn halves8(v: vec4u) -> array<vec4f, 2> {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-        @builtin(local_invocation_index) lid: u32) {
+        @builtin(local_invocation_index) lid: u32, sgi: SgIn) {
+  reduce_init(sgi);
   let n_all = step.pos0 + 1u;  // the token sees positions [0, pos0]
   let span = select(n_all, step.split, SPLITS);  // positions per split
   let n_splits = (n_all + span - 1u) / span;

@@ -99,6 +99,7 @@ struct AttnProblem {
   bool neox, qk_norm, bias;
   bool q8 = false;  // a matmul on Q8_0 weights reads att: its producer also stores int8 units (graph.h use_q8_x)
   bool rope_in_decode = false;  // unsplit decode: attention_decode makes the heads, rope_kv is skipped
+  bool subgroups = true;  // block reductions through subgroups where the device has them (reduce_sg.wgsl)
 };
 
 // Runs the problem through GraphBuilder in `form` and checks q, the cache rows and att against the
@@ -163,6 +164,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   GraphBuilder gb(k, g, step);
   if (pr.q8) gb.use_q8_x(xq, xs, T);
   gb.use_rope_in_decode(pr.rope_in_decode);
+  gb.use_subgroups(pr.subgroups);
   gb.force_flash_tile(64);  // where it fits (lavapipe: HD <= 64); HD 96 and 128 take 32
   gb.rope_kv(q, kcb, vcb, qkv, auxb, rope, pageb, gs);
   gb.attention(att, part, q, kcb, vcb, pageb, gs);
@@ -352,12 +354,14 @@ struct DecodeCase {
   bool neox, q8;
   bool split = false;  // over splits of 32 positions and attention_combine
   bool rope = false;   // the heads made in attention_decode (q_in_rope.wgsl), no rope_kv
+  bool subgroups = true;  // false: the split kernel and the combine reduce in workgroup memory (reduce_wg)
 };
 class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(DecodeAttentionTest, MatchesCpu) {
   const DecodeCase c = GetParam();
-  check_attention({c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8, c.rope},
+  check_attention({c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8, c.rope,
+                   c.subgroups},
                   c.split ? AttnForm::DecodeSplit : AttnForm::Decode);
 }
 
@@ -371,12 +375,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                            DecodeCase{0, 64, 1, false, true, false, true}, DecodeCase{37, 128, 4, true, true, false, true},
                                            DecodeCase{300, 96, 2, true, false, false, true}, DecodeCase{700, 128, 8, false, true, false, true},
                                            DecodeCase{0, 64, 2, false, true, true, true}, DecodeCase{300, 128, 4, true, true, true, true},
-                                           DecodeCase{700, 96, 1, false, false, true, true}),
+                                           DecodeCase{700, 96, 1, false, false, true, true},
+                                           DecodeCase{2100, 64, 2, false, true, true, false, false},
+                                           DecodeCase{700, 128, 8, false, true, true, false, false}),
                          [](const auto& info) {
                            const DecodeCase& c = info.param;
                            return "pos" + std::to_string(c.pos0) + "_hd" + std::to_string(c.hd) + "_g" +
                                   std::to_string(c.g) + (c.neox ? "_neox" : "_normal") + (c.q8 ? "_q8" : "") +
-                                  (c.split ? "_split" : "") + (c.rope ? "_rope" : "");
+                                  (c.split ? "_split" : "") + (c.rope ? "_rope" : "") + (c.subgroups ? "" : "_nosg");
                          });
 
 // The whole forward pass with flash attention: the synth "tiny" llama widened to 8 heads x 64 over 2

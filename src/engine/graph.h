@@ -157,6 +157,9 @@ class GraphBuilder {
   void use_q8_gemm(bool on) { q8_gemm_ = on; }
   // Unsplit decode steps (up to kAttnDecodeMax positions) make the query, key and value heads in
   // attention_decode.wgsl (q_in_rope.wgsl) and skip the rope_kv dispatch that the attention follows.
+  // Block reductions through subgroup operations where the device has them (default); tests turn them
+  // off to check the workgroup-memory variant on devices that do have them.
+  void use_subgroups(bool on) { subgroups_ = on; }
   void use_rope_in_decode(bool on) { rope_in_decode_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
   // gemm_q8.wgsl's split-K variant (add_q8_split_k): passes of up to kQ8SplitMaxTokens.
@@ -264,6 +267,8 @@ class GraphBuilder {
                    std::optional<AttnDirect> flash = std::nullopt, std::optional<AttnDirect> decode = std::nullopt);
   bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens);
   bool emit_q8_through_copy(const gpu::Buffer& x);
+  std::string reduce_snippet() const;
+  bool subgroups_ = true;
   bool add_picker(gpu::KernelKey key, std::vector<gpu::Binding> b, const gpu::Buffer& x, const Matrix& table);
   void emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tokens);
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);

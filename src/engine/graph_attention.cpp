@@ -39,6 +39,11 @@ uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, 
   if (const uint32_t span = flash_nh ? flash_split_span(positions, n_tokens, flash_nh) : 0) return span;
   return n_tokens == 1 && (positions + split - 1) / split > kAttnWideSplits ? 2 * split : split;
 }
+// Block reductions through subgroup operations where the device has them (reduce_sg.wgsl).
+std::string GraphBuilder::reduce_snippet() const {
+  return subgroups_ && k_.device().info().subgroups ? "reduce_sg" : "reduce_wg";
+}
+
 void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
                            const gpu::Buffer& qkv, const gpu::Buffer& aux, const gpu::Buffer& rope,
                            const gpu::Buffer& pages, const AttnShape& s) {
@@ -103,7 +108,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
   decode_.reset();
   {
     AttnDirect o{g_.ops.size() - 1,
-                 {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}},
+                 {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}, {"REDUCE", "reduce_wg"}},
                   {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
                  {att, q, k_cache, v_cache, pages, *step_}};
     gpu::KernelKey sk = o.key;  // longer one-token passes: over splits (attention_split)
@@ -113,6 +118,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     uint32_t wg = 64;
     while (wg < 128 && 2 * wg <= s.split) wg *= 2;
     sk.constants["WG"] = wg;
+    sk.includes["REDUCE"] = reduce_snippet();  // H200 at 4k: +0.5..+1.9% with subgroups (bench/EXPERIMENTS.md)
     std::vector<gpu::Binding> sb = o.bindings;
     sb[0] = part;
     d.decode_split = &k_.get(sk);
@@ -155,7 +161,7 @@ bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
-  const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}}, {{"HD", s.hd}, {"NH", s.nh}}};
+  const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}, {"REDUCE", reduce_snippet()}}, {{"HD", s.hd}, {"NH", s.nh}}};
   add(key, {att, part, *step_}, Grid::PerToken, s.nh);
   // The attention just before wrote att itself in its long passes (flash) and short decode steps.
   std::optional<AttnDirect> flash = std::move(flash_), decode = std::move(decode_);
