@@ -191,4 +191,9 @@ TEST(Cli, BenchReportsAndKnocksOutRoles) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("pipeline\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("matvec[dotq8_q4_0,weight_q4_0"), std::string::npos) << r.out;
+
+  // --profile: a row per role; argmax's last pass under its own name, not the embedding table's type.
+  r = run_ztvm("bench -m " + m + " -p 8 -n 4 -r 1 --warmup 0 --profile");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("argmax_final"), std::string::npos) << r.out;
 }

@@ -461,6 +461,8 @@ bool GraphBuilder::add_picker(gpu::KernelKey key, std::vector<gpu::Binding> b, c
     b.push_back(x), b.push_back(table.parts[0].buf);
   }
   add(key, b, Grid::Fixed, 1);
+  // Its role in profiles: the kernel's, not the embedding table's type that WEIGHT brings.
+  g_.ops.back().role = key.kernel + (key.constants.count("FINAL") ? "_final" : "");
   return embed;
 }
 
