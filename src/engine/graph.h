@@ -157,10 +157,10 @@ class GraphBuilder {
   void use_q8_gemm(bool on) { q8_gemm_ = on; }
   // Unsplit decode steps (up to kAttnDecodeMax positions) make the query, key and value heads in
   // attention_decode.wgsl (q_in_rope.wgsl) and skip the rope_kv dispatch that the attention follows.
+  void use_rope_in_decode(bool on) { rope_in_decode_ = on; }
   // Block reductions through subgroup operations where the device has them (default); tests turn them
   // off to check the workgroup-memory variant on devices that do have them.
   void use_subgroups(bool on) { subgroups_ = on; }
-  void use_rope_in_decode(bool on) { rope_in_decode_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
   // gemm_q8.wgsl's split-K variant (add_q8_split_k): passes of up to kQ8SplitMaxTokens.
   static constexpr uint32_t kQ8SplitMaxTokens = 512, kQ8GemmSlots = 264;
