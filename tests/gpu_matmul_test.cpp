@@ -187,6 +187,37 @@ TEST(Kernels, SplitKWritesEachPartAtItsOffset) {
   EXPECT_LT(nmse(read(y, want.size()), want), 1e-10);
 }
 
+// A QKV's tensors are one part per run of one type (a Q4_K_M layer: q|k Q4_K, v Q6_K), each run's
+// rows back to back in its buffer; the GEMM over the parts gives the concatenation's rows.
+TEST(Kernels, QkvIsOnePartPerRunOfOneType) {
+  gpu::Kernels k(device());
+  const uint32_t cols = 256, T = 5;
+  EncodedMatrix q(GgmlType::Q4_K, 64, cols, 71), kk(GgmlType::Q4_K, 32, cols, 72), v(GgmlType::Q6_K, 32, cols, 73);
+  Matrix m = upload_matrix(device(), "test.qkv", {&q.view, &kk.view, &v.view});
+  ASSERT_EQ(m.parts.size(), 2u);
+  EXPECT_EQ(m.rows, 128u);
+  EXPECT_EQ(m.parts[0].type, GgmlType::Q4_K);
+  EXPECT_EQ(m.parts[0].rows, 96u);
+  EXPECT_EQ(m.parts[1].row0, 96u);
+  EXPECT_EQ(upload_matrix(device(), "test.qkv3", {&q.view, &v.view, &kk.view}).parts.size(), 3u);
+  EXPECT_EQ(upload_matrix(device(), "test.qk", {&q.view, &kk.view}).parts.size(), 1u);
+  std::vector<float> x = random_vec((size_t)T * cols, 74);
+  gpu::Buffer xb = upload("test.x", x), y = nan_buffer("test.y", (size_t)T * 128);
+  gpu::Buffer step = step_buffer(0, T);
+  Graph g;
+  GraphBuilder gb(k, g, step);
+  gb.matmul(y, xb, m);
+  run(g, 0, T);
+  std::vector<float> want;
+  const std::vector<float> yq = ref::matmul(q.ref(), x), yk = ref::matmul(kk.ref(), x), yv = ref::matmul(v.ref(), x);
+  for (uint32_t t = 0; t < T; t++) {
+    want.insert(want.end(), yq.begin() + t * 64, yq.begin() + (t + 1) * 64);
+    want.insert(want.end(), yk.begin() + t * 32, yk.begin() + (t + 1) * 32);
+    want.insert(want.end(), yv.begin() + t * 32, yv.begin() + (t + 1) * 32);
+  }
+  EXPECT_LT(nmse(read(y, want.size()), want), 1e-10);
+}
+
 // gemm_q8's split (passes of 65..512 tokens): two halves only where they fill the H200's waves (264
 // workgroups at once) clearly better, on the shapes measured in bench/EXPERIMENTS.md at 512 tokens.
 TEST(Kernels, Q8SplitRuleTakesHalfEmptyWaves) {

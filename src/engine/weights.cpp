@@ -63,51 +63,67 @@ struct Uploader {
     return b;
   }
 
-  // Rows of the concatenation of `views` (all with the same column count), split into parts.
-  Matrix matrix(const std::string& label, const std::vector<const TensorView*>& views) {
-    Matrix m;
-    m.cols = (uint32_t)views[0]->cols();
+  // Rows of `views` (all with the same column count) appended to m, split into parts that fit a binding.
+  void append_split(Matrix& m, const std::string& label, const std::vector<const TensorView*>& views, bool numbered) {
     const uint64_t limit = part_limit(dev);
-    uint32_t row0 = 0;
     for (const TensorView* v : views) {
-      if (v->cols() != m.cols) throw ModelError(label + ": " + v->name + " has " + std::to_string(v->cols()) + " columns, expected " + std::to_string(m.cols));
       uint64_t rb = row_bytes(v->type, v->cols());
       uint32_t per_part = (uint32_t)std::max<uint64_t>(1, limit / rb);
       for (uint32_t r = 0; r < v->rows(); r += per_part) {
         uint32_t n = std::min<uint32_t>(per_part, (uint32_t)v->rows() - r);
         MatrixPart p;
         p.type = v->type;
-        p.row0 = row0 + r;
+        p.row0 = m.rows + r;
         p.rows = n;
-        p.buf = dev.buffer(label + (views.size() > 1 || v->rows() > per_part ? "." + std::to_string(m.parts.size()) : ""), n * rb);
+        p.buf = dev.buffer(label + (numbered || v->rows() > per_part ? "." + std::to_string(m.parts.size()) : ""), n * rb);
         write_rows(p.buf, v->type, m.cols, v->data + r * rb, n, 0);
         m.parts.push_back(std::move(p));
       }
-      row0 += (uint32_t)v->rows();
+      m.rows += (uint32_t)v->rows();
     }
-    m.rows = row0;
+  }
+
+  void check_cols(const std::string& label, const std::vector<const TensorView*>& views) {
+    for (const TensorView* v : views)
+      if (v->cols() != views[0]->cols())
+        throw ModelError(label + ": " + v->name + " has " + std::to_string(v->cols()) + " columns, expected " +
+                         std::to_string(views[0]->cols()));
+  }
+
+  Matrix matrix(const std::string& label, const std::vector<const TensorView*>& views) {
+    check_cols(label, views);
+    Matrix m;
+    m.cols = (uint32_t)views[0]->cols();
+    append_split(m, label, views, views.size() > 1);
     return m;
   }
 
-  // Several tensors of one type concatenated by rows into one part (QKV), when they fit; else parts.
+  // Several tensors concatenated by rows (QKV). Each run of one type is one part where it fits a
+  // binding, so a Q4_K_M QKV is two parts (q|k Q4_K, v Q6_K on some layers), not three: a part is a
+  // dispatch per pass.
   Matrix concat(const std::string& label, const std::vector<const TensorView*>& views) {
-    bool same = std::all_of(views.begin(), views.end(), [&](auto* v) { return v->type == views[0]->type; });
-    uint64_t bytes = 0;
-    for (auto* v : views) bytes += v->nbytes;
-    if (!same || bytes > part_limit(dev)) return matrix(label, views);
+    check_cols(label, views);
     Matrix m;
     m.cols = (uint32_t)views[0]->cols();
-    MatrixPart p;
-    p.type = views[0]->type;
-    p.buf = dev.buffer(label, bytes);
-    uint64_t off = 0;
-    for (auto* v : views) {
-      write_rows(p.buf, v->type, m.cols, v->data, v->rows(), off);
-      off += v->nbytes;
-      p.rows += (uint32_t)v->rows();
+    for (size_t i = 0, j; i < views.size(); i = j) {
+      uint64_t bytes = 0;
+      for (j = i; j < views.size() && views[j]->type == views[i]->type; j++) bytes += views[j]->nbytes;
+      const bool whole = i == 0 && j == views.size();
+      if (bytes > part_limit(dev)) {
+        append_split(m, label, {views.begin() + i, views.begin() + j}, !whole);
+        continue;
+      }
+      MatrixPart p;
+      p.type = views[i]->type;
+      p.row0 = m.rows;
+      p.buf = dev.buffer(label + (whole ? "" : "." + std::to_string(m.parts.size())), bytes);
+      for (uint64_t off = 0; i < j; off += views[i]->nbytes, i++) {
+        write_rows(p.buf, views[i]->type, m.cols, views[i]->data, views[i]->rows(), off);
+        p.rows += (uint32_t)views[i]->rows();
+      }
+      m.rows += p.rows;
+      m.parts.push_back(std::move(p));
     }
-    m.rows = p.rows;
-    m.parts.push_back(std::move(p));
     return m;
   }
 
