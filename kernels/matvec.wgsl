@@ -6,18 +6,25 @@
 // residual step). GROUPS lane groups per workgroup, 2 unless x is made per workgroup: small
 // workgroups keep every SM busy on short matrices (the host picks RPL so there are enough of them).
 // GATED as in gemm.wgsl. Needs COLS % 32 == 0. Short passes of several tokens: matvec_tokens.wgsl.
+// A matrix of two weight types (a Q4_K_M QKV: q|k Q4_K, v Q6_K) in one dispatch: W2DECL, WEIGHT2 and
+// DOT2 bring the second type (weight2_binding.wgsl; weight2_none.wgsl otherwise), whose ROWS2 rows
+// follow the first type's ROWS in y; a lane group takes rows of one type.
 //!include common
 //!include WEIGHT
 //!include XIN
 //!include DOT
 //!include XOUT
 //!include matvec_sums
+//!include W2DECL
+//!include WEIGHT2
+//!include DOT2
 
 override ROWS: u32;
 override COLS: u32;
 override Y_OFFSET: u32 = 0u;
 override Y_STRIDE: u32 = 0u;  // unused with one token
 override GATED: bool = false;
+override ROWS2: u32 = 0u;    // rows of the second weight type (W2_TWO), a multiple of RPL after ROWS
 
 override RPL: u32 = 4u;     // rows per lane group (1, 2 or 4)
 override LANES: u32 = 32u;  // lanes per group (32 or 64): more lanes, more loads in flight per row
@@ -40,16 +47,21 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<f32, 32>;  // [half][row]: RPL rows, then their up rows when GATED
   let units = COLS / 32u;
   let rb = w_row_bytes();
+  let second = W2_TWO && row0 >= ROWS;  // this lane group's rows are of the second type
   for (var s = lane; s < units; s += LANES) {
     var xu = x_unit(0u, s);
     for (var j = 0u; j < RPL; j++) {
       // Rows past the end repeat the last one (write_sums drops them): no branch around the loads.
-      let r = min(row0 + j, ROWS - 1u);
-      acc[j] += w_dot(r * rb, s, &xu);
-      if (GATED) { acc[RPL + j] += w_dot((r + ROWS) * rb, s, &xu); }
+      if (second) {
+        acc[j] += w2_dot(min(row0 - ROWS + j, ROWS2 - 1u) * w2_row_bytes(), s, &xu);
+      } else {
+        let r = min(row0 + j, ROWS - 1u);
+        acc[j] += w_dot(r * rb, s, &xu);
+        if (GATED) { acc[RPL + j] += w_dot((r + ROWS) * rb, s, &xu); }
+      }
     }
   }
-  write_sums(&acc, lid, row0, 0u, 1u, x_scale());
+  write_sums(&acc, lid, row0, 0u, 1u, x_scale(), ROWS + ROWS2);
   // XOUT = x_out_q8: the workgroup's rows are one whole 32-element unit of y (the host checks), stored
   // as int8 units for the next matvec too, which saves a quantize_q8 dispatch.
   if (EMIT_Q8) {

@@ -61,5 +61,5 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
-  write_sums(&acc, lid, row0, t0, nt, 1.0);
+  write_sums(&acc, lid, row0, t0, nt, 1.0, ROWS);
 }

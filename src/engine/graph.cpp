@@ -278,9 +278,20 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     const bool halve = p.type == GgmlType::Q4_0 || (p.type == GgmlType::Q6_K && p.rows >= 8192 && !norm);
     if (halve && lanes <= 64 && busy(lanes / 2) > busy(lanes) + 0.1) lanes /= 2;
     const bool first_part = &p == &w.parts.front(), more_parts = w.parts.size() > 1;
+    // A matrix of two int8 types (a Q4_K_M QKV): its one-token pass is one dispatch, the first part's
+    // matvec taking the second's rows too (matvec.wgsl W2DECL, WEIGHT2, DOT2); the second part's own
+    // dispatch then serves longer passes only. The first part's x is made in the workgroup (norm).
+    const uint32_t rpl1 = p.rows >= 8192 ? 4 : p.rows >= 2048 ? 2 : 1;
+    const MatrixPart* second = nullptr;
+    if (norm && w.parts.size() == 2 && !w.gated && int8_x && q8_x_type(w.parts[1].type) &&
+        w.parts[1].row0 == w.parts[0].rows && w.parts[0].rows % 4 == 0)
+      second = first_part ? &w.parts[1] : nullptr;
+    const bool folded = norm && w.parts.size() == 2 && !first_part && q8_x_type(w.parts[0].type) && !w.gated &&
+                        p.row0 == w.parts[0].rows && w.parts[0].rows % 4 == 0 && int8_x;
     auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
       std::map<std::string, double> mc = c;
       const bool fused = tt == 1 && norm && first_part;
+      const MatrixPart* two = tt == 1 ? second : nullptr;
       // x made per workgroup: kNormRows rows each, so that work is shared by many rows; 48 on matrices
       // past 128 such workgroups that are not gated (gated ones emit 32-row units). H200: Qwen3-4B's
       // 6,144-row QKV in 128 workgroups of 48 rows rather than 192 of 32, +1.4% decode; on the 1B's
@@ -294,18 +305,28 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       if (fused) mc["GROUPS"] = groups, mc["NORM_EPS"] = norm->eps;
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
-      if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
-      if (fused) inc["XEMIT"] = more_parts ? "x_emit_q8" : "x_emit_none";
+      if (tt == 1) {
+        inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
+        inc["W2DECL"] = inc["WEIGHT2"] = inc["DOT2"] = "weight2_none";
+      }
+      if (fused) inc["XEMIT"] = more_parts && !two ? "x_emit_q8" : "x_emit_none";
+      if (two) {
+        const std::string snippet2 = weight_snippet(two->type);
+        inc["W2DECL"] = "weight2_binding", inc["WEIGHT2"] = snippet2 + ":2", inc["DOT2"] = "dotq8_" + snippet2.substr(7) + ":2";
+        mc["ROWS2"] = two->rows;
+      }
       const gpu::Pipeline& mv = k_.get({tt == 1 ? "matvec" : "matvec_tokens", inc, mc});
       Dispatch& d = g_.ops.back();
       gpu::BindGroup bg =
           tt > 1   ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_, *step_}, kind + ":" + y.label())
+          : two ? k_.device().bind(mv, {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w, two->buf}, kind + "_norm:" + y.label())
           : fused && more_parts
               ? k_.device().bind(mv, {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w, *xq_, *xs_}, kind + "_norm:" + y.label())
           : fused  ? k_.device().bind(mv, {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w}, kind + "_norm:" + y.label())
           : int8_x ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_}, kind + ":" + y.label())
                    : k_.device().bind(mv, {y, x, p.buf}, kind + ":" + y.label());
-      const std::string role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) + (w.gated ? "_gated" : "") +
+      const std::string role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) +
+                               (two ? "_" + weight_snippet(two->type).substr(7) : "") + (w.gated ? "_gated" : "") +
                                (fused ? "_norm" : "");
       // A matvec that makes x in the workgroup and owns whole 32-row units can also store y as int8
       // units (into xq/xs, which it does not read) for a matvec after it (emit_q8_from_matvec).
@@ -317,7 +338,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       }
       if (tt == 1) {
         d.single = &mv, d.single_group = std::move(bg), d.single_role = role;
-        d.single_groups = (p.rows + groups * rpl - 1) / (groups * rpl);
+        d.single_groups = (p.rows + (two ? two->rows : 0) + groups * rpl - 1) / (groups * rpl);
       } else {
         d.few = &mv, d.few_group = std::move(bg), d.few_role = role + "_tokens";
         const uint32_t rows_per_group = wg / lanes_here * rpl;
@@ -326,7 +347,11 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       }
       return d;
     };
-    matvec(p.rows >= 8192 ? 4 : p.rows >= 2048 ? 2 : 1, 1, int8_x ? "matvec_q8" : "matvec").always_single = one_token;
+    if (folded) {
+      g_.ops.back().skip_one_token = true;  // the first part's matvec takes these rows in one-token passes
+    } else {
+      matvec(rpl1, 1, int8_x ? "matvec_q8" : "matvec").always_single = one_token;
+    }
     // Short passes: the same kernel over groups of tokens, each weight unit fetched once per group.
     if (int8_x && q8_max > 1) matvec(q8_rpl_, q8_tt_, "matvec_q8_tokens");
   }

@@ -1,5 +1,6 @@
 #include "gpu/kernels.h"
 
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -37,12 +38,23 @@ static const char* find_source(const std::string& name) {
   throw GpuError("no kernel source named '" + name + "' (kernels/" + name + ".wgsl)");
 }
 
+// A second copy of a weight snippet, for a kernel that holds two weight types (matvec.wgsl on a
+// two-type QKV): the names a weight snippet defines or reads, renamed so the copies do not collide.
+static std::string second_copy(const std::string& line) {
+  static const std::regex w_fn("\\bw_"), w_buf("\\bw\\["), unit("\\bWUnit\\b"), consts("\\bW_");
+  std::string r = std::regex_replace(line, w_fn, "w2_");
+  r = std::regex_replace(r, w_buf, "w2[");
+  r = std::regex_replace(r, unit, "WUnit2");
+  return std::regex_replace(r, consts, "W2_");
+}
+
 std::string Kernels::compose(const std::string& kernel, const std::map<std::string, std::string>& includes) {
   std::string out;
   std::set<std::string> done;
-  // Expands `//!include NAME` lines depth-first, each snippet once.
-  auto expand = [&](auto&& self, const std::string& name) -> void {
-    if (!done.insert(name).second) return;
+  // Expands `//!include NAME` lines depth-first, each snippet once. An include bound to `NAME:2` is
+  // NAME's second copy (second_copy), with its own includes.
+  auto expand = [&](auto&& self, const std::string& name, bool second) -> void {
+    if (!done.insert(second ? name + ":2" : name).second) return;
     std::istringstream in(find_source(name));
     std::string line;
     while (std::getline(in, line)) {
@@ -50,14 +62,17 @@ std::string Kernels::compose(const std::string& kernel, const std::map<std::stri
         std::string inc = line.substr(11);
         while (!inc.empty() && (inc.back() == ' ' || inc.back() == '\r')) inc.pop_back();
         auto it = includes.find(inc);
-        self(self, it != includes.end() ? it->second : inc);
+        std::string target = it != includes.end() ? it->second : inc;
+        const bool marked = target.size() > 2 && target.compare(target.size() - 2, 2, ":2") == 0;
+        if (marked) target.resize(target.size() - 2);
+        self(self, target, second || marked);
       } else {
-        out += line;
+        out += second ? second_copy(line) : line;
         out += '\n';
       }
     }
   };
-  expand(expand, kernel);
+  expand(expand, kernel, false);
   return out;
 }
 
