@@ -7,7 +7,7 @@
 // workgroups keep every SM busy on short matrices (the host picks RPL so there are enough of them).
 // GATED as in gemm.wgsl. Needs COLS % 32 == 0. Short passes of several tokens: matvec_tokens.wgsl.
 // A matrix of two weight types (a Q4_K_M QKV: q|k Q4_K, v Q6_K) in one dispatch: W2DECL, WEIGHT2 and
-// DOT2 bring the second type (weight2_binding.wgsl; weight2_none.wgsl otherwise), whose ROWS2 rows
+// DOT2 bring the second type (weight2_binding.wgsl; by default weight2_none.wgsl), whose ROWS2 rows
 // follow the first type's ROWS in y; a lane group takes rows of one type.
 //!include common
 //!include WEIGHT
@@ -15,9 +15,9 @@
 //!include DOT
 //!include XOUT
 //!include matvec_sums
-//!include W2DECL
-//!include WEIGHT2
-//!include DOT2
+//!include W2DECL weight2_none
+//!include WEIGHT2 weight2_none
+//!include DOT2 weight2_none
 
 override ROWS: u32;
 override COLS: u32;

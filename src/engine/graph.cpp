@@ -305,10 +305,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       if (fused) mc["GROUPS"] = groups, mc["NORM_EPS"] = norm->eps;
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
-      if (tt == 1) {
-        inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
-        inc["W2DECL"] = inc["WEIGHT2"] = inc["DOT2"] = "weight2_none";
-      }
+      if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
       if (fused) inc["XEMIT"] = more_parts && !two ? "x_emit_q8" : "x_emit_none";
       if (two) {
         const std::string snippet2 = weight_snippet(two->type);

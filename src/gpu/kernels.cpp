@@ -61,8 +61,10 @@ std::string Kernels::compose(const std::string& kernel, const std::map<std::stri
       if (line.rfind("//!include ", 0) == 0) {
         std::string inc = line.substr(11);
         while (!inc.empty() && (inc.back() == ' ' || inc.back() == '\r')) inc.pop_back();
+        std::string fallback = inc;  // `//!include NAME DEFAULT`: DEFAULT where the key binds no NAME
+        if (const size_t sp = inc.find(' '); sp != std::string::npos) fallback = inc.substr(sp + 1), inc.resize(sp);
         auto it = includes.find(inc);
-        std::string target = it != includes.end() ? it->second : inc;
+        std::string target = it != includes.end() ? it->second : fallback;
         const bool marked = target.size() > 2 && target.compare(target.size() - 2, 2, ":2") == 0;
         if (marked) target.resize(target.size() - 2);
         self(self, target, second || marked);
