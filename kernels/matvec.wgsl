@@ -8,7 +8,8 @@
 // GATED as in gemm.wgsl. Needs COLS % 32 == 0. Short passes of several tokens: matvec_tokens.wgsl.
 // A matrix of two weight types (a Q4_K_M QKV: q|k Q4_K, v Q6_K) in one dispatch: W2DECL, WEIGHT2 and
 // DOT2 bring the second type (weight2_binding.wgsl; by default weight2_none.wgsl), whose ROWS2 rows
-// follow the first type's ROWS in y; a lane group takes rows of one type.
+// follow the first type's ROWS in y; a lane group takes rows of one type. YOUT = y_rope: a one-token
+// QKV's rows stored as rope_kv.wgsl would (y_rope.wgsl; by default y_plain.wgsl).
 //!include common
 //!include WEIGHT
 //!include XIN
@@ -18,6 +19,7 @@
 //!include W2DECL weight2_none
 //!include WEIGHT2 weight2_none
 //!include DOT2 weight2_none
+//!include YOUT y_plain
 
 override ROWS: u32;
 override COLS: u32;
@@ -61,7 +63,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
-  write_sums(&acc, lid, row0, 0u, 1u, x_scale(), ROWS + ROWS2);
+  let scale = x_scale();
+  write_sums(&acc, lid, row0, 0u, 1u, scale, select(ROWS + ROWS2, 0u, Y_ROPE));  // y_rope stores them instead
+  y_rope(lid, row0, scale);
   // XOUT = x_out_q8: the workgroup's rows are one whole 32-element unit of y (the host checks), stored
   // as int8 units for the next matvec too, which saves a quantize_q8 dispatch.
   if (EMIT_Q8) {

@@ -327,6 +327,9 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
                                (fused ? "_norm" : "");
       // A matvec that makes x in the workgroup and owns whole 32-row units can also store y as int8
       // units (into xq/xs, which it does not read) for a matvec after it (emit_q8_from_matvec).
+      if (fused && !more_parts && !w.gated && rpl == 2 && p.row0 == 0)
+        rope_matvec_.assign(1, Q8Producer{g_.ops.size() - 1, &y, {"matvec", inc, mc},
+                                          {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w}});
       if (fused && !more_parts && groups * rpl == 32 && p.row0 % 32 == 0) {
         gpu::KernelKey ek{"matvec", inc, mc};
         ek.includes["XOUT"] = "x_out_q8";
