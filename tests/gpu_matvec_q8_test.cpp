@@ -234,12 +234,13 @@ TEST(Int8Matvec, TwoTypeQkvMakesXOnce) {
 }
 
 // A Llama QKV (adjacent rope pairs, no QK-norm or bias) at decode: add_rmsnorm, the matvec, rope_kv.
-// One-token passes: the matvec stores q rotated and this token's key and value rows in the f16 caches
-// itself (y_rope.wgsl) and rope_kv skips them; three-token passes run rope_kv. Twin: rmsnorm,
+// One-token passes past 512 positions (those of the split attention): the matvec stores q rotated and
+// this token's key and value rows in the f16 caches itself (y_rope.wgsl) and rope_kv skips them;
+// earlier one-token passes and three-token passes run the plain matvec and rope_kv. Twin: rmsnorm,
 // quantize_q8, matmul, ref::rope_qkv, f16 rounding of the cache rows.
 TEST(Int8Matvec, QkvStoresRopedHeadsForOneToken) {
   gpu::Kernels k(device());
-  const uint32_t d = 256, hd = 64, nh = 16, nkv = 8, page = 16, ctx = 64, pos0 = 37, qkvw = (nh + 2 * nkv) * hd;
+  const uint32_t d = 256, hd = 64, nh = 16, nkv = 8, page = 16, ctx = 640, qkvw = (nh + 2 * nkv) * hd;
   EncodedMatrix w(GgmlType::Q4_0, qkvw, d, 71);
   Matrix m = upload_matrix(device(), "test.qkv_w", {&w.view});
   ModelConfig cfg;
@@ -250,7 +251,8 @@ TEST(Int8Matvec, QkvStoresRopedHeadsForOneToken) {
   std::iota(pages.begin(), pages.end(), 0);
   std::reverse(pages.begin(), pages.end());
   const std::vector<float> aux(2 * hd + qkvw, 0.f);  // no norms or bias read (QK-norm off)
-  for (uint32_t T : {1u, 3u}) {
+  for (auto [pos0, T] : {std::pair{37u, 1u}, std::pair{600u, 1u}, std::pair{600u, 3u}}) {
+    const bool in_matvec = T == 1 && pos0 >= 512;
     std::vector<float> a = random_vec((size_t)T * d, 72), b = random_vec((size_t)T * d, 73), nw = random_vec(d, 74, 0.3f);
     gpu::Buffer ab = upload("test.a", a), bb = upload("test.b", b), nwb = upload("test.norm", nw);
     gpu::Buffer xb = device().buffer("test.xb", T * d * 4), sum = device().buffer("test.sum", T * d * 4);
@@ -267,9 +269,13 @@ TEST(Int8Matvec, QkvStoresRopedHeadsForOneToken) {
     gb.matmul(qkv, xb, m);
     gb.rope_kv(q, kc, vc, qkv, auxb, rope, pageb, {hd, nh, nkv, hd, page, 32, false, false, false, 1e-6f});
     ASSERT_EQ(g.ops.size(), 3u);
-    EXPECT_EQ(g.ops[1].single_role, "matvec_q8_q4_0_norm_rope");
-    EXPECT_EQ(g.ops[2].variant(T) == Variant::Skip, T == 1) << "T=" << T;
-    run(g, pos0, T);
+    EXPECT_EQ(g.ops[1].long_single_role, "matvec_q8_q4_0_norm_rope");
+    gpu::Recorder rec(device(), "test.rope_in_matvec");
+    g.encode(rec, pos0, T);
+    // one-token passes skip the add_rmsnorm; those past 512 positions rope_kv too
+    EXPECT_EQ(rec.dispatches(), T == 3 ? 3u : in_matvec ? 1u : 2u) << "T=" << T << " pos0=" << pos0;
+    rec.submit();
+    device().wait_idle();
     const std::vector<float> gq = read(q, (size_t)T * nh * hd);
     const std::vector<uint16_t> gk = device().read_as<uint16_t>(kc, ctx * nkv * hd), gv = device().read_as<uint16_t>(vc, ctx * nkv * hd);
     std::vector<float> want_q, want_kv, got_kv;

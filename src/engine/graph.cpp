@@ -55,8 +55,14 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool em
       continue;
     }
     if (d.skip_decode_max && n_tokens == 1 && pos0 + 1 <= d.skip_decode_max) continue;
+    const bool long_step = n_tokens == 1 && d.long_after && pos0 + 1 > d.long_after;
+    if (d.skip_long && long_step) continue;
     switch (d.variant(n_tokens, d.unless_flash_split && flash_split_span(pos0 + n_tokens, n_tokens, d.a))) {
       case Variant::Single:
+        if (d.long_single && long_step) {
+          rec.dispatch(*d.long_single, d.long_single_group, d.single_groups, 1, d.long_single_role, d.bytes);
+          continue;
+        }
         rec.dispatch(*d.single, d.single_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
                      d.single_role, d.bytes);
         continue;

@@ -110,6 +110,14 @@ struct Dispatch {
   uint32_t skip_min = 0;  // non-zero: passes of at least skip_min tokens skip this dispatch
   bool unless_flash_split = false;  // ... except those that run flash attention over splits
   uint32_t skip_decode_max = 0;  // non-zero: one-token passes that see at most this many positions skip it
+  // One-token passes past long_after positions: `long_single` instead of `single` (a Llama QKV matvec that
+  // stores the roped heads itself for the split attention, y_rope.wgsl); skip_long: such passes skip
+  // this dispatch (the rope_kv whose work that matvec does).
+  const gpu::Pipeline* long_single = nullptr;
+  gpu::BindGroup long_single_group;
+  std::string long_single_role;
+  uint32_t long_after = 0;
+  bool skip_long = false;
   bool skip_embedded = false;  // the embed, skipped where the last pass's argmax made x (Graph::encode)
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
@@ -161,8 +169,9 @@ class GraphBuilder {
   // Block reductions through subgroup operations where the device has them (default); tests turn them
   // off to check the workgroup-memory variant on devices that do have them.
   void use_subgroups(bool on) { subgroups_ = on; }
-  // One-token passes: the QKV matvec stores q and the cache rows itself (y_rope.wgsl) where the heads
-  // allow (no QK-norm, bias or NeoX pairs), and rope_kv skips them (default); tests turn it off.
+  // One-token passes past the unsplit attention's positions: the QKV matvec stores q and the cache rows
+  // itself (y_rope.wgsl) where the heads allow (no QK-norm, bias or NeoX pairs), and rope_kv skips them
+  // (default); tests turn it off.
   void use_rope_in_matvec(bool on) { rope_in_matvec_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
   // gemm_q8.wgsl's split-K variant (add_q8_split_k): passes of up to kQ8SplitMaxTokens.

@@ -48,10 +48,14 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
                            const gpu::Buffer& qkv, const gpu::Buffer& aux, const gpu::Buffer& rope,
                            const gpu::Buffer& pages, const AttnShape& s) {
   if (s.hd % 8 != 0 || s.hd > 128) throw ModelError("rope_kv: head size " + std::to_string(s.hd) + " is not a multiple of 8 up to 128");
-  // One-token passes: the QKV matvec just before stores the rows as this dispatch would (y_rope.wgsl),
-  // for heads of adjacent rope pairs without QK-norm or bias (Llama), and the dispatch skips them.
+  // One-token passes past the unsplit attention's positions: the QKV matvec just before stores the rows
+  // as this dispatch would (y_rope.wgsl), for heads of adjacent rope pairs without QK-norm or bias
+  // (Llama), and the dispatch skips them. Earlier steps keep the plain matvec: their attention makes the
+  // heads itself, and the rotation in the matvec only cost there (H200: -1% decode on Llama-3.2-1B Q4_0
+  // at short context, +4.7% at 4,096 positions; bench/EXPERIMENTS.md).
   const bool in_matvec = rope_in_matvec_ && !rope_matvec_.empty() && rope_matvec_[0].op + 1 == g_.ops.size() &&
-                         rope_matvec_[0].y == &qkv && !s.neox && !s.qk_norm && !s.bias && s.rot % 2 == 0;
+                         rope_matvec_[0].y == &qkv && !s.neox && !s.qk_norm && !s.bias && s.rot % 2 == 0 &&
+                         rope_matvec_[0].key.constants.at("RPL") == 2;  // a lane group's two rows: one pair
   if (in_matvec) {
     Q8Producer& m = rope_matvec_[0];
     gpu::KernelKey key = m.key;
@@ -63,20 +67,17 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
     for (const gpu::Buffer* x : {&k_cache, &v_cache, &pages, &rope}) b.push_back(*x);
     b.push_back(*step_);
     Dispatch& d = g_.ops[m.op];
-    d.single = &k_.get(key);
-    d.single_group = k_.device().bind(*d.single, b, "matvec_q8_rope:" + q.label());
-    d.single_role += "_rope";
+    d.long_single = &k_.get(key);
+    d.long_single_group = k_.device().bind(*d.long_single, b, "matvec_q8_rope:" + q.label());
+    d.long_single_role = d.single_role + "_rope";
+    d.long_after = kAttnDecodeMax;
   }
   rope_matvec_.clear();
   add({"rope_kv", {},
        {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"ROT", s.rot}, {"PAGE", s.page}, {"NEOX", s.neox},
         {"QK_NORM", s.qk_norm}, {"HAS_BIAS", s.bias}, {"EPS", s.eps}}},
       {q, k_cache, v_cache, qkv, aux, rope, pages, *step_}, Grid::PerToken, s.nh + 2 * s.nkv);
-  if (in_matvec) {
-    g_.ops.back().skip_one_token = true;
-    rope_.reset();  // the attention reads q as rope_kv leaves it (q_in_plain.wgsl)
-    return;
-  }
+  if (in_matvec) g_.ops.back().skip_long = true, g_.ops.back().long_after = kAttnDecodeMax;
   rope_ = RopeOp{g_.ops.size() - 1, &qkv, &aux, &rope};
 }
 
