@@ -331,11 +331,13 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       const std::string role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) +
                                (two ? "_" + weight_snippet(two->type).substr(7) : "") + (w.gated ? "_gated" : "") +
                                (fused ? "_norm" : "");
-      // A matvec that makes x in the workgroup and owns whole 32-row units can also store y as int8
-      // units (into xq/xs, which it does not read) for a matvec after it (emit_q8_from_matvec).
+      // A one-part matvec that makes x in the workgroup, a lane group's two rows a rope pair, can store a
+      // QKV's heads as rope_kv would in long decode steps (rope_kv() decides, y_rope.wgsl).
       if (fused && !more_parts && !w.gated && rpl == 2 && p.row0 == 0)
         rope_matvec_.assign(1, Q8Producer{g_.ops.size() - 1, &y, {"matvec", inc, mc},
                                           {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w}});
+      // A matvec that makes x in the workgroup and owns whole 32-row units can also store y as int8
+      // units (into xq/xs, which it does not read) for a matvec after it (emit_q8_from_matvec).
       if (fused && !more_parts && groups * rpl == 32 && p.row0 % 32 == 0) {
         gpu::KernelKey ek{"matvec", inc, mc};
         ek.includes["XOUT"] = "x_out_q8";
