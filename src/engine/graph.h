@@ -169,10 +169,6 @@ class GraphBuilder {
   // Block reductions through subgroup operations where the device has them (default); tests turn them
   // off to check the workgroup-memory variant on devices that do have them.
   void use_subgroups(bool on) { subgroups_ = on; }
-  // One-token passes past the unsplit attention's positions: the QKV matvec stores q and the cache rows
-  // itself (y_rope.wgsl) where the heads allow (no QK-norm, bias or NeoX pairs), and rope_kv skips them
-  // (default); tests turn it off.
-  void use_rope_in_matvec(bool on) { rope_in_matvec_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
   // gemm_q8.wgsl's split-K variant (add_q8_split_k): passes of up to kQ8SplitMaxTokens.
   static constexpr uint32_t kQ8SplitMaxTokens = 512, kQ8GemmSlots = 264;
@@ -277,7 +273,6 @@ class GraphBuilder {
   // The decode matvec just added, if it can store a QKV's rows as rope_kv would (y_rope.wgsl: one
   // part, x made in the workgroup, RPL 2): its one-token key and bindings, for rope_kv().
   std::vector<Q8Producer> rope_matvec_;  // empty or one
-  bool rope_in_matvec_ = true;
   bool emit_q8_from_matvec(const gpu::Buffer& x);
   void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
                    std::optional<AttnDirect> flash = std::nullopt, std::optional<AttnDirect> decode = std::nullopt);

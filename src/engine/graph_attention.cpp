@@ -53,7 +53,7 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
   // (Llama), and the dispatch skips them. Earlier steps keep the plain matvec: their attention makes the
   // heads itself, and the rotation in the matvec only cost there (H200: -1% decode on Llama-3.2-1B Q4_0
   // at short context, +4.7% at 4,096 positions; bench/EXPERIMENTS.md).
-  const bool in_matvec = rope_in_matvec_ && !rope_matvec_.empty() && rope_matvec_[0].op + 1 == g_.ops.size() &&
+  const bool in_matvec = !rope_matvec_.empty() && rope_matvec_[0].op + 1 == g_.ops.size() &&
                          rope_matvec_[0].y == &qkv && !s.neox && !s.qk_norm && !s.bias && s.rot % 2 == 0;
   if (in_matvec) {
     Q8Producer& m = rope_matvec_[0];
