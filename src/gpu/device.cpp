@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 namespace ztvm::gpu {
 
@@ -98,6 +100,15 @@ void Device::record_error(const std::string& what) {
 }
 void Device::on_uncaptured_error(const WGPUDevice*, uint32_t type, WGPUStringView msg, void* self, void*) {
   static_cast<Device*>(self)->record_error(std::string("WebGPU ") + error_type_name(type) + " error: " + to_string(msg));
+}
+void Device::on_log(uint32_t, WGPUStringView msg, void* self, void*) {
+  auto* d = static_cast<Device*>(self);
+  const std::string text = to_string(msg);
+  if (d->dump_dir_.empty() || text.find("SPIRV disassembly") == std::string::npos) return;
+  char name[16];
+  std::snprintf(name, sizeof name, "%03d", d->dump_seq_++);
+  std::ofstream(d->dump_dir_ + "/" + name + ".spvasm") << text;
+  std::ofstream(d->dump_dir_ + "/index.tsv", std::ios::app) << name << "\t" << d->dump_label_ << "\n";
 }
 void Device::on_device_lost(const WGPUDevice*, uint32_t reason, WGPUStringView msg, void* self, void*) {
   if (reason == 2 /*Destroyed*/ || reason == 3 /*CallbackCancelled*/) return;
@@ -203,6 +214,12 @@ Device::Device(const Options& opts) {
   robust_ = opts.robust || env_flag("ZTVM_GPU_ROBUST");
   if (!robust_) enable.insert(enable.end(), {"disable_robustness", "disable_workgroup_init"});
   if (const char* t = std::getenv("ZTVM_GPU_TOGGLES")) add_toggles(t, enable, disable);  // for A/Bs: "a,b,-c"
+  if (const char* dir = std::getenv("ZTVM_DUMP_SPIRV"); dir && *dir) {
+    dump_dir_ = dir;
+    std::filesystem::create_directories(dump_dir_);
+    std::ofstream(dump_dir_ + "/index.tsv", std::ios::trunc);
+    enable.push_back("dump_shaders");
+  }
   if (std::find(enable.begin(), enable.end(), "disable_robustness") != enable.end()) slack_ = 16;
   std::vector<const char*> en_toggles, dis_toggles;
   for (const auto& n : enable) en_toggles.push_back(n.c_str());
@@ -239,6 +256,7 @@ Device::Device(const Options& opts) {
   if (!dr.d) throw GpuError("could not create the WebGPU device on " + info_.device + ": " + dr.msg);
   device_ = dr.d;
   queue_ = wgpuDeviceGetQueue(device_);
+  if (!dump_dir_.empty()) wgpuDeviceSetLoggingCallback(device_, WGPULoggingCallbackInfo{nullptr, on_log, this, nullptr});
 }
 
 Device::~Device() {
@@ -373,6 +391,7 @@ Pipeline Device::pipeline(const std::string& label, const std::string& wgsl, con
   pd.compute.entryPoint = sv("main");
   pd.compute.constantCount = consts.size();
   pd.compute.constants = consts.data();
+  dump_label_ = label;  // Dawn generates the SPIR-V (and logs it when dumping) in this call
   WGPUComputePipeline p = wgpuDeviceCreateComputePipeline(device_, &pd);
   wgpuShaderModuleRelease(mod);
 

@@ -164,6 +164,7 @@ class Device {
   static void on_uncaptured_error(const WGPUDevice*, uint32_t type, WGPUStringView msg, void* self, void*);
   static void on_device_lost(const WGPUDevice*, uint32_t reason, WGPUStringView msg, void* self, void*);
   void record_error(const std::string& what);
+  static void on_log(uint32_t type, WGPUStringView msg, void* self, void*);
 
   WGPUInstance instance_ = nullptr;
   WGPUAdapter adapter_ = nullptr;
@@ -181,6 +182,10 @@ class Device {
   class Profiler* profiler_ = nullptr;
   std::set<std::string> knockout_;
   uint64_t knocked_out_ = 0;
+  // ZTVM_DUMP_SPIRV=DIR: each pipeline's SPIR-V as Dawn generated it, DIR/NNN.spvasm, listed with its
+  // kernel's label in DIR/index.tsv (for tools/shader-stats).
+  std::string dump_dir_, dump_label_;
+  int dump_seq_ = 0;
 };
 
 std::string to_string(WGPUStringView v);

@@ -160,6 +160,13 @@ typedef struct WGPUUncapturedErrorCallbackInfo {
   const WGPUChainedStruct* nextInChain; WGPUUncapturedErrorCallback callback; void* userdata1; void* userdata2;
 } WGPUUncapturedErrorCallbackInfo;
 
+// Dawn's log messages (device warnings, and with the dump_shaders toggle the generated shaders): no
+// mode field, like the uncaptured-error one. Types: 1 verbose, 2 info, 3 warning, 4 error.
+typedef void (*WGPULoggingCallback)(uint32_t type, WGPUStringView message, void* userdata1, void* userdata2);
+typedef struct WGPULoggingCallbackInfo {
+  const WGPUChainedStruct* nextInChain; WGPULoggingCallback callback; void* userdata1; void* userdata2;
+} WGPULoggingCallbackInfo;
+
 typedef struct WGPUAdapterInfo {
   WGPUChainedStructOut* nextInChain;
   WGPUStringView vendor, architecture, device, description;
@@ -281,6 +288,7 @@ uint32_t wgpuGetInstanceCapabilities(WGPUInstanceCapabilities* caps);
 WGPUFuture wgpuInstanceRequestAdapter(WGPUInstance, const WGPURequestAdapterOptions*, WGPURequestAdapterCallbackInfo);
 uint32_t wgpuInstanceWaitAny(WGPUInstance, size_t futureCount, WGPUFutureWaitInfo* futures, uint64_t timeoutNS);
 void wgpuInstanceProcessEvents(WGPUInstance);
+void wgpuDeviceSetLoggingCallback(WGPUDevice, WGPULoggingCallbackInfo);
 uint32_t wgpuInstanceGetWGSLLanguageFeatures(WGPUInstance, WGPUSupportedWGSLLanguageFeatures*);
 void wgpuSupportedWGSLLanguageFeaturesFreeMembers(WGPUSupportedWGSLLanguageFeatures);
 void wgpuInstanceRelease(WGPUInstance);
