@@ -20,6 +20,7 @@ for c in "$@"; do
   cmake --build "$W/build" --target ztvm -j"$(nproc)" >/dev/null
   mkdir -p "$W/$sha"
   cp "$W/build/ztvm" "$W/build/libwebgpu_wrapper.so" "$W/$sha/"
+  if cmake --build "$W/build" --target shader_stats -j"$(nproc)" >/dev/null 2>&1; then cp "$W/build/shader_stats" "$W/$sha/"; fi
   echo "$sha" > "$W/$sha/commit.txt"
   dirs+=("$W/$sha")
 done

@@ -21,6 +21,8 @@ for dir in "$@"; do
   else git -C "$dir/.." rev-parse --short=12 HEAD > "$A/$side-commit.txt" 2>/dev/null || echo unknown > "$A/$side-commit.txt"; fi
   echo "$side" >> "$A/sides.txt"
 done
+# tools/shader-stats from the new build where it was built (bench/shader_stats_h200.sh).
+[ -x "$2/shader_stats" ] && strip -o "$A/shader_stats" "$2/shader_stats"
 # Dawn and the shared libraries: from the new build (the old binary finds Dawn through LD_LIBRARY_PATH).
 strip --strip-unneeded -o "$A/libwebgpu_wrapper.so" "$2/libwebgpu_wrapper.so"
 cp -L "$(ldd "$2/ztvm" | awk '/libutf8proc.so.2/ {print $3}')" "$A/libutf8proc.so.2"
