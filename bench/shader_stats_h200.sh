@@ -4,7 +4,8 @@
 # SPIR-V for every pipeline a run builds (ZTVM_DUMP_SPIRV), and shader_stats, packed beside it, has the
 # driver rebuild each one. Run through the device tool with carry [".gl", ".cache/ab"]:
 #   MODELS="qwen3-4b:Q4_0" ARGS="-p 1024 -n 4 -r 1" bash bench/shader_stats_h200.sh
-# Writes $OUT/stats-<shape>-<quant>.txt: a line per pipeline, its kernel's label and the statistics.
+# Writes $OUT/stats-<shape>-<quant>.txt: a line per pipeline, its kernel's label and the statistics;
+# IR=LABEL_PART adds the driver's internal representations of the pipelines so labelled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/ab_unpack.sh  # $A: the packed builds, unpacked
@@ -21,5 +22,5 @@ for m in $MODELS; do
   dir=/tmp/spirv-$shape-$quant
   # shellcheck disable=SC2086  # ARGS is a word list on purpose
   ZTVM_DUMP_SPIRV=$dir "$A/new/ztvm" bench -m "$f" $ARGS > /dev/null
-  "$A/shader_stats" "$dir" > "${OUT:-/tmp}/stats-$shape-$quant.txt" 2>&1 || true
+  "$A/shader_stats" "$dir" ${IR:+--ir "$IR"} > "${OUT:-/tmp}/stats-$shape-$quant.txt" 2>&1 || true
 done

@@ -3,6 +3,8 @@
 //
 //   ZTVM_DUMP_SPIRV=/tmp/spv ztvm bench -m model.gguf -p 1024 -n 4 -r 1   # Dawn's SPIR-V, one file per pipeline
 //   shader_stats /tmp/spv                                                # one line per pipeline
+//   shader_stats /tmp/spv --ir gemm_q8        # and the driver's internal representations (its
+//                                              # assembly, where it gives one) of the pipelines so labelled
 //
 // Dawn keeps this from us: it compiles WGSL to SPIR-V and hands that to the driver, which decides how
 // many registers a thread takes, and so how many workgroups share an SM. This program takes the SPIR-V
@@ -130,6 +132,7 @@ class Driver {
     if (stats_) {
       props_ = (PFN_vkGetPipelineExecutablePropertiesKHR)vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR");
       statistics_ = (PFN_vkGetPipelineExecutableStatisticsKHR)vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR");
+      irs_ = (PFN_vkGetPipelineExecutableInternalRepresentationsKHR)vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableInternalRepresentationsKHR");
       stats_ = props_ && statistics_;
     }
   }
@@ -140,8 +143,9 @@ class Driver {
   const std::string& name() const { return name_; }
   bool has_statistics() const { return stats_; }
 
-  // Builds the module as a compute pipeline and returns the driver's statistics, "name=value; ...".
-  std::string statistics(const std::vector<uint32_t>& spirv, const std::string& entry) {
+  // Builds the module as a compute pipeline and returns the driver's statistics, "name=value; ...",
+  // with ir its internal representations after them, a line each prefixed "  | ".
+  std::string statistics(const std::vector<uint32_t>& spirv, const std::string& entry, bool ir = false) {
     const Interface it = interface_of(spirv);
     VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mci.codeSize = spirv.size() * 4, mci.pCode = spirv.data();
@@ -166,12 +170,14 @@ class Driver {
     check(vkCreatePipelineLayout(device_, &plci, nullptr, &layout), "vkCreatePipelineLayout");
     VkComputePipelineCreateInfo cci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     cci.flags = stats_ ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0;
+    if (stats_ && ir && irs_) cci.flags |= VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
     cci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_COMPUTE_BIT, mod, entry.c_str(), nullptr};
     cci.layout = layout;
     VkPipeline pipeline;
     const VkResult r = vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &cci, nullptr, &pipeline);
     std::string out;
     if (r == VK_SUCCESS && stats_) out = read_statistics(pipeline);
+    if (r == VK_SUCCESS && stats_ && ir && irs_) out += read_representations(pipeline);
     else if (r == VK_SUCCESS) out = "(built; the driver reports no statistics)";
     if (r == VK_SUCCESS) vkDestroyPipeline(device_, pipeline, nullptr);
     vkDestroyPipelineLayout(device_, layout, nullptr);
@@ -207,6 +213,35 @@ class Driver {
     return out;
   }
 
+  // Each executable's internal representations: text ones line by line, binary ones by size.
+  std::string read_representations(VkPipeline pipeline) {
+    VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, nullptr, pipeline};
+    uint32_t n = 0;
+    check(props_(device_, &pi, &n, nullptr), "vkGetPipelineExecutablePropertiesKHR");
+    std::string out;
+    for (uint32_t e = 0; e < n; e++) {
+      VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, pipeline, e};
+      uint32_t m = 0;
+      check(irs_(device_, &ei, &m, nullptr), "vkGetPipelineExecutableInternalRepresentationsKHR");
+      std::vector<VkPipelineExecutableInternalRepresentationKHR> rep(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR});
+      check(irs_(device_, &ei, &m, rep.data()), "vkGetPipelineExecutableInternalRepresentationsKHR");  // sizes
+      std::vector<std::string> data(m);
+      for (uint32_t i = 0; i < m; i++) data[i].resize(rep[i].dataSize), rep[i].pData = data[i].data();
+      check(irs_(device_, &ei, &m, rep.data()), "vkGetPipelineExecutableInternalRepresentationsKHR");
+      if (m == 0) out += "\n  | (no internal representations)";
+      for (uint32_t i = 0; i < m; i++) {
+        out += "\n  | == " + std::string(rep[i].name) + ": " + rep[i].description;
+        if (!rep[i].isText) {
+          out += " (" + std::to_string(rep[i].dataSize) + " bytes, binary)";
+          continue;
+        }
+        std::istringstream lines(std::string(data[i].c_str()));
+        for (std::string line; std::getline(lines, line);) out += "\n  | " + line;
+      }
+    }
+    return out;
+  }
+
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice gpu_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
@@ -214,6 +249,7 @@ class Driver {
   bool stats_ = false;
   PFN_vkGetPipelineExecutablePropertiesKHR props_ = nullptr;
   PFN_vkGetPipelineExecutableStatisticsKHR statistics_ = nullptr;
+  PFN_vkGetPipelineExecutableInternalRepresentationsKHR irs_ = nullptr;
 };
 
 // The entry point's name (Dawn renames it) from OpEntryPoint.
@@ -228,8 +264,9 @@ std::string entry_point(const std::vector<uint32_t>& w) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: shader_stats DIR   (DIR from ZTVM_DUMP_SPIRV=DIR ztvm ...)\n");
+  const bool ir = argc == 4 && std::string(argv[2]) == "--ir";
+  if (argc != 2 && !ir) {
+    std::fprintf(stderr, "usage: shader_stats DIR [--ir LABEL_PART]   (DIR from ZTVM_DUMP_SPIRV=DIR ztvm ...)\n");
     return 2;
   }
   const std::filesystem::path dir = argv[1];
@@ -252,7 +289,7 @@ int main(int argc, char** argv) {
       std::string stats;
       try {
         if (!tools.Assemble(read_text(dir / (file + ".spvasm")), &spirv)) throw std::runtime_error("SPIR-V does not assemble");
-        stats = drv.statistics(spirv, entry_point(spirv));
+        stats = drv.statistics(spirv, entry_point(spirv), ir && label.find(argv[3]) != std::string::npos);
       } catch (const std::exception& e) {
         stats = std::string("ERROR ") + e.what();
         failed++;
