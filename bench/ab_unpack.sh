@@ -8,3 +8,15 @@ rm -rf "$A" && cp -r .cache/ab "$A"
 export LD_LIBRARY_PATH=$A
 for f in "$A"/*/ztvm.gz "$A/libwebgpu_wrapper.so.gz"; do [ -f "$f" ] && gunzip -f "$f"; done
 chmod +x "$A"/*/ztvm 2>/dev/null || true
+
+# ab_model SHAPE:QUANT: the path of that `ztvm synth` file in /tmp/ztvm-ab-models, written first if
+# missing (by the new build); a path ending in .gguf is taken as it is.
+ab_model() {
+  case "$1" in *.gguf) echo "$1"; return ;; esac
+  local shape=${1%%:*} quant=${1##*:} v
+  case "$shape" in qwen*) v=qwen2 ;; phi*) v=phi-3 ;; *) v=llama-bpe ;; esac
+  mkdir -p /tmp/ztvm-ab-models
+  local f="/tmp/ztvm-ab-models/$shape-$quant.gguf"
+  [ -f "$f" ] || "$A/new/ztvm" synth --shape "$shape" --type "$quant" --vocab "$A/vocab/ggml-vocab-$v.gguf" -o "$f" >/dev/null 2>&1
+  echo "$f"
+}

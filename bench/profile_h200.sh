@@ -10,13 +10,10 @@ cd "$(dirname "$0")/.."
 source bench/ab_unpack.sh  # $A: the packed builds, unpacked
 MODELS=${MODELS:-"qwen3-4b:Q4_0"}
 ARGS=${ARGS:-"-p 35 -n 64 -r 1"}
-M=/tmp/ztvm-ab-models
-mkdir -p "$M" "${OUT:-/tmp}"
+mkdir -p "${OUT:-/tmp}"
 for m in $MODELS; do
   shape=${m%%:*} quant=${m##*:}
-  case "$shape" in qwen*) v=qwen2 ;; phi*) v=phi-3 ;; *) v=llama-bpe ;; esac
-  f="$M/$shape-$quant.gguf"
-  [ -f "$f" ] || "$A/new/ztvm" synth --shape "$shape" --type "$quant" --vocab "$A/vocab/ggml-vocab-$v.gguf" -o "$f" >/dev/null
+  f=$(ab_model "$m")
   # shellcheck disable=SC2086  # ARGS is a word list on purpose
   "$A/new/ztvm" bench -m "$f" $ARGS "${PROFILE:---profile}" > "${OUT:-/tmp}/profile-$shape-$quant.txt" 2>&1 || true
 done

@@ -12,13 +12,10 @@ source bench/ab_unpack.sh  # $A: the packed builds, unpacked
 [ -x "$A/shader_stats" ] || { echo "shader_stats_h200: .cache/ab holds no shader_stats (ab_prepare.sh packs it from the new build)" >&2; exit 1; }
 MODELS=${MODELS:-"qwen3-4b:Q4_0"}
 ARGS=${ARGS:-"-p 1024 -n 4 -r 1"}
-M=/tmp/ztvm-ab-models
-mkdir -p "$M" "${OUT:-/tmp}"
+mkdir -p "${OUT:-/tmp}"
 for m in $MODELS; do
   shape=${m%%:*} quant=${m##*:}
-  case "$shape" in qwen*) v=qwen2 ;; phi*) v=phi-3 ;; *) v=llama-bpe ;; esac
-  f="$M/$shape-$quant.gguf"
-  [ -f "$f" ] || "$A/new/ztvm" synth --shape "$shape" --type "$quant" --vocab "$A/vocab/ggml-vocab-$v.gguf" -o "$f" >/dev/null
+  f=$(ab_model "$m")
   dir=/tmp/spirv-$shape-$quant
   # shellcheck disable=SC2086  # ARGS is a word list on purpose
   ZTVM_DUMP_SPIRV=$dir "$A/new/ztvm" bench -m "$f" $ARGS > /dev/null

@@ -188,13 +188,19 @@ class Driver {
   }
 
  private:
-  std::string read_statistics(VkPipeline pipeline) {
+  // The pipeline's executables (a compute pipeline has one), each as the info the queries take.
+  std::vector<VkPipelineExecutableInfoKHR> executables(VkPipeline pipeline) {
     VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, nullptr, pipeline};
     uint32_t n = 0;
     check(props_(device_, &pi, &n, nullptr), "vkGetPipelineExecutablePropertiesKHR");
+    std::vector<VkPipelineExecutableInfoKHR> out;
+    for (uint32_t e = 0; e < n; e++) out.push_back({VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, pipeline, e});
+    return out;
+  }
+
+  std::string read_statistics(VkPipeline pipeline) {
     std::string out;
-    for (uint32_t e = 0; e < n; e++) {
-      VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, pipeline, e};
+    for (const VkPipelineExecutableInfoKHR& ei : executables(pipeline)) {
       uint32_t m = 0;
       check(statistics_(device_, &ei, &m, nullptr), "vkGetPipelineExecutableStatisticsKHR");
       std::vector<VkPipelineExecutableStatisticKHR> st(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
@@ -215,12 +221,8 @@ class Driver {
 
   // Each executable's internal representations: text ones line by line, binary ones by size.
   std::string read_representations(VkPipeline pipeline) {
-    VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, nullptr, pipeline};
-    uint32_t n = 0;
-    check(props_(device_, &pi, &n, nullptr), "vkGetPipelineExecutablePropertiesKHR");
     std::string out;
-    for (uint32_t e = 0; e < n; e++) {
-      VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, pipeline, e};
+    for (const VkPipelineExecutableInfoKHR& ei : executables(pipeline)) {
       uint32_t m = 0;
       check(irs_(device_, &ei, &m, nullptr), "vkGetPipelineExecutableInternalRepresentationsKHR");
       std::vector<VkPipelineExecutableInternalRepresentationKHR> rep(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR});
