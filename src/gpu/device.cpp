@@ -216,8 +216,10 @@ Device::Device(const Options& opts) {
   if (const char* t = std::getenv("ZTVM_GPU_TOGGLES")) add_toggles(t, enable, disable);  // for A/Bs: "a,b,-c"
   if (const char* dir = std::getenv("ZTVM_DUMP_SPIRV"); dir && *dir) {
     dump_dir_ = dir;
-    std::filesystem::create_directories(dump_dir_);
-    std::ofstream(dump_dir_ + "/index.tsv", std::ios::trunc);
+    std::error_code ec;
+    std::filesystem::create_directories(dump_dir_, ec);
+    if (!std::ofstream(dump_dir_ + "/index.tsv", std::ios::trunc))
+      throw GpuError("ZTVM_DUMP_SPIRV: cannot write into " + dump_dir_);
     enable.push_back("dump_shaders");
   }
   if (std::find(enable.begin(), enable.end(), "disable_robustness") != enable.end()) slack_ = 16;

@@ -161,7 +161,8 @@ typedef struct WGPUUncapturedErrorCallbackInfo {
 } WGPUUncapturedErrorCallbackInfo;
 
 // Dawn's log messages (device warnings, and with the dump_shaders toggle the generated shaders): no
-// mode field, like the uncaptured-error one. Types: 1 verbose, 2 info, 3 warning, 4 error.
+// mode field, like the uncaptured-error one. Types: 1 verbose, 2 info, 3 warning, 4 error. Exercised by
+// the shader_stats test (ZTVM_DUMP_SPIRV writes nothing unless this callback receives the dumps).
 typedef void (*WGPULoggingCallback)(uint32_t type, WGPUStringView message, void* userdata1, void* userdata2);
 typedef struct WGPULoggingCallbackInfo {
   const WGPUChainedStruct* nextInChain; WGPULoggingCallback callback; void* userdata1; void* userdata2;
