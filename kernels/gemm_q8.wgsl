@@ -28,6 +28,12 @@ override KSPLIT: u32 = 1u;    // groups per tile along K, as in gemm.wgsl (parti
 // so the global loads' latency hides behind the dot products. Codes live in separate lo/hi arrays:
 // the 16 tokens a warp reads are then 256 contiguous bytes.
 // (64 x 128 tiles, 8 tokens per thread: +4% on a 1B model, -1% on a 4B one, on the H200.)
+// LOWREG: fewer registers per thread. Units are staged when their step starts instead of a step
+// ahead in registers, and each unit's 4 x 4 micro-tile is taken by halves (the low codes' integer
+// dots, then the high ones' with the floats), so one half of the codes is live. On the H200: Q4_K
+// 128 -> 113 registers, Q6_K 120 -> 91, Q4_0 117 -> 115; still two workgroups per SM, yet 4B Q4_K_M
+// prefill +1.3..+1.6% and Q4_0 -0.9..-2.3%, so GraphBuilder sets it for the k-quants only.
+override LOWREG: bool = false;
 override UPS: u32 = 4u;  // units per step: 4, or 2 where workgroup memory is under 20 KB (GraphBuilder)
 override SPT: u32 = UPS / 2u;                     // units each thread stages per step (at most 2)
 var<workgroup> wlo: array<vec4u, 64u * UPS>;      // [unit][64 virtual rows]: codes 0..15 as bytes
@@ -109,14 +115,39 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let s_begin = ks * steps / KSPLIT;
   let s_end = (ks + 1u) * steps / KSPLIT;
   var next: array<Staged, 2>;  // 128 UPS units per step: SPT per thread
-  for (var k = 0u; k < SPT; k++) { next[k] = stage(s_begin, lid + 256u * k, rt, t0, n_tokens); }
+  if (!LOWREG) {
+    for (var k = 0u; k < SPT; k++) { next[k] = stage(s_begin, lid + 256u * k, rt, t0, n_tokens); }
+  }
   for (var s = s_begin; s < s_end; s++) {
-    for (var k = 0u; k < SPT; k++) { put(lid + 256u * k, next[k]); }
+    for (var k = 0u; k < SPT; k++) {
+      if (LOWREG) { put(lid + 256u * k, stage(s, lid + 256u * k, rt, t0, n_tokens)); } else { put(lid + 256u * k, next[k]); }
+    }
     workgroupBarrier();
-    if (s + 1u < s_end) {
+    if (!LOWREG && s + 1u < s_end) {
       for (var k = 0u; k < SPT; k++) { next[k] = stage(s + 1u, lid + 256u * k, rt, t0, n_tokens); }
     }
     for (var uu = 0u; uu < UPS; uu++) {
+      if (LOWREG) {
+        var lo: array<vec4i, 4>;  // [row j][token m]: the low codes' dots
+        var wc: array<vec4u, 4>;
+        for (var j = 0u; j < 4u; j++) { wc[j] = wlo[uu * 64u + vrow(tr, j)]; }
+        for (var m = 0u; m < 4u; m++) {
+          let xl = xlo[uu * 64u + tt + 16u * m];
+          for (var j = 0u; j < 4u; j++) { lo[j][m] = dot16(wc[j], xl); }
+        }
+        var wfl: array<vec2f, 4>;
+        for (var j = 0u; j < 4u; j++) {
+          wc[j] = whi[uu * 64u + vrow(tr, j)];
+          wfl[j] = wf[uu * 64u + vrow(tr, j)];
+        }
+        for (var m = 0u; m < 4u; m++) {
+          let t = uu * 64u + tt + 16u * m;
+          let xh = xhi[t];
+          let x2 = xf[t];
+          for (var j = 0u; j < 4u; j++) { acc[j][m] += w_combine(wfl[j], lo[j][m], dot16(wc[j], xh), x2); }
+        }
+        continue;
+      }
       var wl: array<vec4u, 4>;
       var wh: array<vec4u, 4>;
       var wff: array<vec2f, 4>;

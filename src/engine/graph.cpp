@@ -259,6 +259,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       std::map<std::string, double> gc = c;
       // Four units per step need 20 KB of workgroup memory (every desktop GPU has 32+; WebGPU's floor is 16).
       gc["UPS"] = k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 ? 4 : 2;
+      if (p.type == GgmlType::Q4_K || p.type == GgmlType::Q6_K) gc["LOWREG"] = 1;  // measured per type (gemm_q8.wgsl)
       const gpu::KernelKey key{"gemm_q8", {{"WEIGHT", snippet}, {"DOT", "dotq8_" + snippet.substr(7)}}, gc};
       add(key, {y, *xq_, p.buf, *xs_, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
       if (split_scratch_) add_q8_split_k(y, p, w, key, row_tiles, q8_max);
