@@ -112,8 +112,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let begin = sp * step.split;                  // 0 without splits
   let end = select(seen, min(seen, begin + step.split), SPLITS);  // this workgroup's [begin, end)
   let clamp_end = max(end, begin + 1u);         // loads past end repeat a valid position (begin < pos0 + T)
-  let rg = lid % 8u;
-  let cg = lid / 8u;
+  // Lane bit 0 is cg's low bit, lane bits 1..3 are rg: lanes n and n^1 read the same query and weight
+  // rows, lanes n and n^2 the same keys and values, so those loads return in half the passes.
+  let rg = (lid >> 1u) & 7u;
+  let cg = (lid & 1u) | ((lid >> 4u) << 1u);
 
   for (var i = lid; i < ROWS * HD4; i += WG) {
     let r = i / HD4;
