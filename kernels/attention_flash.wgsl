@@ -8,7 +8,8 @@
 // split, and each writes its rows' unnormalised outputs, maxima and sums to part for
 // attention_combine.wgsl, in its layout and its units (natural log).
 //
-// 128 threads; thread (rg, cg) = (lid % 8, lid / 8) owns the rows rg + 8i (i < 4): in the scores
+// 128 threads; thread (rg, cg), one of 8 row groups and 16 column groups (main pairs the lanes),
+// owns the rows rg + 8i (i < 4): in the scores
 // S = Q K^T the positions cg + 16k (k < TILE / 16) of the tile, in O = P V the dims
 // [cg HD/16, (cg + 1) HD/16). TILE is 64 positions on 128-dim heads where workgroup memory holds it
 // (GraphBuilder::flash_tile), so a step's four barriers serve twice the positions, else 32.
