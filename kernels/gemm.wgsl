@@ -50,10 +50,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let rt = g % row_tiles;
   let t0 = (g / row_tiles) * 64u;
   if (t0 >= step.n_tokens) { return; }
-  // Lane bit 0 picks the row group's low bit, lane bits 1..4 the token lane: lanes n and n^1 read the
-  // same x vec4 and lanes n and n^2 the same weight vec4, so those loads return in half the passes.
-  let tr = (lid & 1u) | ((lid >> 5u) << 1u);  // micro-tile row group
-  let tt = (lid >> 1u) & 15u;                 // micro-tile token lane: tokens tt, tt+16, tt+32, tt+48
+  let tr = micro_tile(lid).x;  // row group (gemm_store.wgsl)
+  let tt = micro_tile(lid).y;  // token lane: tokens tt, tt + 16, tt + 32, tt + 48
   var acc: array<vec4f, 4>;  // [row j][token m]
   let units = (COLS + 31u) / 32u;
   let u_end = (ks + 1u) * units / KSPLIT;

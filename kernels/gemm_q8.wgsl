@@ -108,11 +108,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let t0 = (g / row_tiles) * 64u;
   let n_tokens = step.n_tokens;
   if (t0 >= n_tokens) { return; }
-  // Lane bit 0 picks the row group's low bit, lane bits 1..4 the token: lanes n and n^1 read the same
-  // x unit and lanes n and n^2 the same weight unit, so the workgroup-memory loads return in half the
-  // passes (NVIDIA packs a warp's results when paired lanes share an address).
-  let tr = (lid & 1u) | ((lid >> 5u) << 1u);  // micro-tile row group
-  let tt = (lid >> 1u) & 15u;                 // micro-tile tokens tt, tt + 16, tt + 32, tt + 48
+  let tr = micro_tile(lid).x;  // row group (gemm_store.wgsl)
+  let tt = micro_tile(lid).y;  // token lane: tokens tt, tt + 16, tt + 32, tt + 48
   var acc: array<vec4f, 4>;  // [row j][token m]
   let steps = (COLS / 32u + UPS - 1u) / UPS;
   let s_begin = ks * steps / KSPLIT;

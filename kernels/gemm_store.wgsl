@@ -1,4 +1,10 @@
-// The end of gemm.wgsl and gemm_q8.wgsl: token t's column of a thread's 4 x 4 micro-tile into y.
+// What gemm.wgsl and gemm_q8.wgsl share: which 4 x 4 micro-tile a thread owns, and storing token t's
+// column of it into y.
+// Thread lid owns row group tr and token lane tt (tokens tt, tt + 16, tt + 32, tt + 48) of the 64 x 64
+// tile. Lane bit 0 picks tr's low bit and lane bits 1..4 tt, so lanes n and n^1 read the same x vec4
+// and lanes n and n^2 the same weight vec4: NVIDIA then returns a warp's 16-byte workgroup-memory
+// loads in two passes instead of four (H200: +1.3..+8.6% prefill, bench/EXPERIMENTS.md).
+fn micro_tile(lid: u32) -> vec2u { return vec2u((lid & 1u) | ((lid >> 5u) << 1u), (lid >> 1u) & 15u); }
 // Row j of the micro-tile is row 4 tr + j of row tile rt; GATED: j < 2 are gate rows 2 tr + j of a
 // 32-row tile and j >= 2 the same rows of up, stored as silu(gate) * up.
 fn store_token(acc: ptr<function, array<vec4f, 4>>, m: u32, t: u32, rt: u32, tr: u32) {
