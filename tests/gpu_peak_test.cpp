@@ -1,4 +1,5 @@
-// kernels/peak.wgsl against its CPU twin, and `measure_peak` giving a checked, positive rate.
+// kernels/peak.wgsl and kernels/occupancy.wgsl against their CPU twins, and the measurements
+// giving checked, positive rates.
 #include <gtest/gtest.h>
 
 #include "gpu/peak.h"
@@ -44,5 +45,26 @@ TEST(Peak, MeasuredRatesArePositive) {
     gpu::PeakRate r = gpu::measure_peak(k, op, 0.01, 1, 8u << 20);
     EXPECT_GT(r.per_second, 0) << (int)op;
     EXPECT_GT(r.seconds, 0) << (int)op;
+  }
+}
+
+TEST(Peak, OccupancyChainsMatchCpu) {
+  gpu::Kernels k(device());
+  for (uint32_t bytes : {1000u, 4096u}) {  // 250 words: the map's modulus need not be a power of two
+    const uint32_t groups = 2, iters = 37;
+    gpu::PeakRun r = gpu::run_occupancy(k, bytes, groups, iters);
+    ASSERT_EQ(r.out.size(), groups * gpu::kPeakThreads);
+    for (uint32_t t = 0; t < r.out.size(); t++)
+      ASSERT_EQ(r.out[t], gpu::occupancy_reference(bytes, t, iters)) << bytes << " bytes, thread " << t;
+  }
+}
+
+TEST(Peak, OccupancySweepCoversTheSizes) {
+  gpu::Kernels k(device());
+  const std::vector<gpu::OccupancyPoint> pts = gpu::measure_occupancy(k, 8u << 10, 0.005, 1, 8);
+  ASSERT_EQ(pts.size(), 3u);  // 2, 4 and 8 KB
+  for (size_t i = 0; i < pts.size(); i++) {
+    EXPECT_EQ(pts[i].bytes, i == 0 ? 2048u : 4096u * (uint32_t)i);
+    EXPECT_GT(pts[i].per_second, 0);
   }
 }

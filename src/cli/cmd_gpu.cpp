@@ -12,10 +12,12 @@ namespace ztvm::cli {
 static int run_gpu(int argc, char** argv) {
   CLI::App app{"Show the GPU adapter, its features and limits", argv[0]};
   std::string adapter = "auto";
-  bool peak = false, robust = false;
+  bool peak = false, occupancy = false, robust = false;
   app.add_flag("--gpu-robust", robust, "keep WebGPU's bounds clamps and workgroup zeroing (as the engine's flag)");
   app.add_option("--gpu", adapter, "auto | discrete | cpu")->check(CLI::IsMember({"auto", "discrete", "cpu"}));
   app.add_flag("--peak", peak, "also measure int8 dot, f32 fma and memory read rates (kernels/peak.wgsl)");
+  app.add_flag("--occupancy", occupancy,
+               "also measure how the workgroups resident per SM fall as workgroup memory grows (kernels/occupancy.wgsl)");
   CLI11_PARSE(app, argc, argv);
   gpu::Device dev(gpu::Device::Options{adapter, false, robust});
   const gpu::AdapterInfo& i = dev.info();
@@ -58,6 +60,16 @@ static int run_gpu(int argc, char** argv) {
     std::fflush(stdout);
     const gpu::PeakRate r = gpu::measure_peak(k, gpu::PeakOp::Read);
     std::printf("  memory read               %9.1f GB/s          (%.1f ms run)\n", r.per_second / 1e9, r.seconds * 1e3);
+  }
+  if (occupancy) {
+    // A chain of dependent workgroup-memory loads runs at a rate proportional to the resident
+    // workgroups; where the rate steps down, fewer workgroups of that size fit on an SM at once.
+    gpu::Kernels k(dev);
+    std::printf("workgroup memory occupancy (256 threads a workgroup, best of 3, results checked)\n");
+    std::printf("  %8s %14s %10s\n", "KB", "G loads/s", "relative");
+    const std::vector<gpu::OccupancyPoint> pts = gpu::measure_occupancy(k);
+    for (const gpu::OccupancyPoint& p : pts)
+      std::printf("  %8.1f %14.2f %10.3f\n", p.bytes / 1024.0, p.per_second / 1e9, p.per_second / pts.front().per_second);
   }
   return 0;
 }

@@ -70,6 +70,22 @@ uint32_t peak_read_reference(uint32_t t, uint32_t threads, uint32_t iters) {
   return x;
 }
 
+// `passes` dispatches of p in one submission, timed from submit to done (uploads before are not), and
+// out's first `threads` words.
+static PeakRun timed_run(Device& dev, const Pipeline& p, const BindGroup& bg, uint32_t groups, uint32_t passes,
+                         const Buffer& out, uint64_t threads) {
+  dev.wait_idle();
+  const auto t0 = std::chrono::steady_clock::now();
+  Recorder rec(dev, "probe");
+  for (uint32_t i = 0; i < passes; i++) rec.dispatch(p, bg, groups);
+  rec.submit();
+  dev.wait_idle();
+  PeakRun r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.out = dev.read_as<uint32_t>(out, threads);
+  return r;
+}
+
 PeakRun run_peak(Kernels& k, PeakOp op, uint32_t groups, uint32_t iters, const std::vector<uint32_t>& inp,
                  const Buffer* big, uint32_t passes) {
   Device& dev = k.device();
@@ -79,17 +95,7 @@ PeakRun run_peak(Kernels& k, PeakOp op, uint32_t groups, uint32_t iters, const s
   Buffer dummy;
   if (!big) dummy = dev.buffer("peak.big", 16), big = &dummy;
   const Pipeline& p = k.get({"peak", {}, {{"OP", (double)op}, {"ITERS", (double)iters}}});
-  BindGroup bg = dev.bind(p, {out, in, *big}, "peak");
-  dev.wait_idle();  // the uploads are not timed
-  const auto t0 = std::chrono::steady_clock::now();
-  Recorder rec(dev, "peak");
-  for (uint32_t i = 0; i < passes; i++) rec.dispatch(p, bg, groups);
-  rec.submit();
-  dev.wait_idle();
-  PeakRun r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.out = dev.read_as<uint32_t>(out, threads);
-  return r;
+  return timed_run(dev, p, dev.bind(p, {out, in, *big}, "peak"), groups, passes, out, threads);
 }
 
 PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds, int tries, uint64_t read_bytes) {
@@ -122,6 +128,48 @@ PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds, int tries, uint
   const double per_step = op == PeakOp::Dot4I8 ? 8 * 8 : op == PeakOp::Fma ? 8 * 2 : 16;
   best.per_second = work * per_step / best.seconds;
   return best;
+}
+
+PeakRun run_occupancy(Kernels& k, uint32_t bytes, uint32_t groups, uint32_t iters) {
+  Device& dev = k.device();
+  const uint64_t threads = (uint64_t)groups * kPeakThreads;
+  Buffer out = dev.buffer("occupancy.out", threads * 4);
+  const Pipeline& p = k.get({"occupancy", {}, {{"WORDS", (double)(bytes / 4)}, {"ITERS", (double)iters}}});
+  return timed_run(dev, p, dev.bind(p, {out}, "occupancy"), groups, 1, out, threads);
+}
+
+uint32_t occupancy_reference(uint32_t bytes, uint32_t t, uint32_t iters) {
+  const uint32_t words = bytes / 4;
+  uint32_t j = t % kPeakThreads % words;
+  for (uint32_t i = 0; i < iters; i++) j = (j * 97u + 1u) % words;
+  return j;
+}
+
+std::vector<OccupancyPoint> measure_occupancy(Kernels& k, uint32_t max_bytes, double min_seconds, int tries,
+                                              uint32_t groups) {
+  const uint32_t limit = std::min(max_bytes, k.device().limits().maxComputeWorkgroupStorageSize);
+  std::vector<uint32_t> sizes = {2u << 10};
+  for (uint32_t b = 4u << 10; b <= limit; b += 4u << 10) sizes.push_back(b);
+  std::vector<OccupancyPoint> points;
+  for (uint32_t bytes : sizes) {
+    if (bytes > limit) break;
+    uint32_t iters = 64;
+    while (iters < (1u << 20) && run_occupancy(k, bytes, groups, iters).seconds < min_seconds) iters *= 2;
+    OccupancyPoint pt;
+    pt.bytes = bytes;
+    PeakRun r;
+    for (int i = 0; i < tries; i++) {
+      r = run_occupancy(k, bytes, groups, iters);
+      if (pt.seconds == 0 || r.seconds < pt.seconds) pt.seconds = r.seconds;
+    }
+    const uint32_t threads = groups * kPeakThreads;
+    for (uint32_t t : {0u, threads - 1})
+      if (r.out[t] != occupancy_reference(bytes, t, iters))
+        throw GpuError("occupancy: thread " + std::to_string(t) + " of the probe ended its chain at a wrong word");
+    pt.per_second = (double)threads * iters / pt.seconds;
+    points.push_back(pt);
+  }
+  return points;
 }
 
 }  // namespace ztvm::gpu
