@@ -50,7 +50,7 @@ TEST(Peak, MeasuredRatesArePositive) {
 
 TEST(Peak, OccupancyChainsMatchCpu) {
   gpu::Kernels k(device());
-  for (uint32_t bytes : {1000u, 4096u}) {  // 250 words: the map's modulus need not be a power of two
+  for (uint32_t bytes : {1000u, 4096u}) {  // 250 words: workgroup memory that is not a power of two
     const uint32_t groups = 2, iters = 37;
     gpu::PeakRun r = gpu::run_occupancy(k, bytes, groups, iters);
     ASSERT_EQ(r.out.size(), groups * gpu::kPeakThreads);

@@ -62,11 +62,11 @@ static int run_gpu(int argc, char** argv) {
     std::printf("  memory read               %9.1f GB/s          (%.1f ms run)\n", r.per_second / 1e9, r.seconds * 1e3);
   }
   if (occupancy) {
-    // A chain of dependent workgroup-memory loads runs at a rate proportional to the resident
-    // workgroups; where the rate steps down, fewer workgroups of that size fit on an SM at once.
+    // Chains of dependent loads run at a rate proportional to the resident workgroups; where the
+    // rate steps down, fewer workgroups of that workgroup-memory size fit on an SM at once.
     gpu::Kernels k(dev);
     std::printf("workgroup memory occupancy (256 threads a workgroup, best of 3, results checked)\n");
-    std::printf("  %8s %14s %10s\n", "KB", "G loads/s", "relative");
+    std::printf("  %8s %14s %10s\n", "KB", "G steps/s", "relative");
     const std::vector<gpu::OccupancyPoint> pts = gpu::measure_occupancy(k);
     for (const gpu::OccupancyPoint& p : pts)
       std::printf("  %8.1f %14.2f %10.3f\n", p.bytes / 1024.0, p.per_second / 1e9, p.per_second / pts.front().per_second);

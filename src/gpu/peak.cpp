@@ -130,19 +130,25 @@ PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds, int tries, uint
   return best;
 }
 
+static constexpr uint32_t kOccupancyTable = 1u << 18;  // words: 1 MB, more than an SM's L1
+static uint32_t occupancy_next(uint32_t j) { return (j * 97u + 1u) % kOccupancyTable; }
+
 PeakRun run_occupancy(Kernels& k, uint32_t bytes, uint32_t groups, uint32_t iters) {
   Device& dev = k.device();
   const uint64_t threads = (uint64_t)groups * kPeakThreads;
-  Buffer out = dev.buffer("occupancy.out", threads * 4);
-  const Pipeline& p = k.get({"occupancy", {}, {{"WORDS", (double)(bytes / 4)}, {"ITERS", (double)iters}}});
-  return timed_run(dev, p, dev.bind(p, {out}, "occupancy"), groups, 1, out, threads);
+  Buffer out = dev.buffer("occupancy.out", threads * 4), table = dev.buffer("occupancy.table", kOccupancyTable * 4);
+  std::vector<uint32_t> next(kOccupancyTable);
+  for (uint32_t j = 0; j < kOccupancyTable; j++) next[j] = occupancy_next(j);
+  dev.write(table, next.data(), next.size() * 4);
+  const Pipeline& p = k.get({"occupancy", {}, {{"WORDS", (double)(bytes / 4)}, {"ITERS", (double)iters},
+                                              {"N", (double)kOccupancyTable}}});
+  return timed_run(dev, p, dev.bind(p, {out, table}, "occupancy"), groups, 1, out, threads);
 }
 
 uint32_t occupancy_reference(uint32_t bytes, uint32_t t, uint32_t iters) {
-  const uint32_t words = bytes / 4;
-  uint32_t j = t % kPeakThreads % words;
-  for (uint32_t i = 0; i < iters; i++) j = (j * 97u + 1u) % words;
-  return j;
+  uint32_t j = (t / 32) % kOccupancyTable;
+  for (uint32_t i = 0; i < iters; i++) j = occupancy_next(j);
+  return j + (t % kPeakThreads + 1) % (bytes / 4);
 }
 
 std::vector<OccupancyPoint> measure_occupancy(Kernels& k, uint32_t max_bytes, double min_seconds, int tries,
@@ -166,7 +172,7 @@ std::vector<OccupancyPoint> measure_occupancy(Kernels& k, uint32_t max_bytes, do
     for (uint32_t t : {0u, threads - 1})
       if (r.out[t] != occupancy_reference(bytes, t, iters))
         throw GpuError("occupancy: thread " + std::to_string(t) + " of the probe ended its chain at a wrong word");
-    pt.per_second = (double)threads * iters / pt.seconds;
+    pt.per_second = (double)threads / 32 * iters / pt.seconds;
     points.push_back(pt);
   }
   return points;

@@ -41,15 +41,15 @@ struct PeakRate {
 PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds = 0.05, int tries = 3,
                       uint64_t read_bytes = 1ull << 30);
 
-// Workgroup-memory occupancy (kernels/occupancy.wgsl): a latency-bound chain of workgroup-memory
-// loads, run with `bytes` of workgroup memory per workgroup of kPeakThreads threads. The rate is
-// proportional to the workgroups resident per SM, so a sweep of sizes shows where fewer fit.
+// Workgroup-memory occupancy (kernels/occupancy.wgsl): latency-bound chains of dependent loads, one
+// per 32 threads, in workgroups of kPeakThreads threads that each hold `bytes` of workgroup memory.
+// The rate is proportional to the workgroups resident per SM, so a sweep of sizes shows where fewer fit.
 PeakRun run_occupancy(Kernels& k, uint32_t bytes, uint32_t groups, uint32_t iters);
 // The CPU twin of thread t's word.
 uint32_t occupancy_reference(uint32_t bytes, uint32_t t, uint32_t iters);
 struct OccupancyPoint {
   uint32_t bytes = 0;     // workgroup memory per workgroup
-  double per_second = 0;  // dependent loads per second, all threads
+  double per_second = 0;  // chain steps per second (a chain per 32 threads)
   double seconds = 0;     // of the best run
 };
 // Sizes from 2 KB to the device's limit (at most max_bytes): each run doubled until it takes at least
