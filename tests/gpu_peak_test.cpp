@@ -50,9 +50,10 @@ TEST(Peak, MeasuredRatesArePositive) {
 
 TEST(Peak, OccupancyChainsMatchCpu) {
   gpu::Kernels k(device());
+  const gpu::Buffer table = gpu::occupancy_table(device());
   for (uint32_t bytes : {1000u, 4096u}) {  // 250 words: workgroup memory that is not a power of two
     const uint32_t groups = 2, iters = 37;
-    gpu::PeakRun r = gpu::run_occupancy(k, bytes, groups, iters);
+    gpu::PeakRun r = gpu::run_occupancy(k, table, bytes, groups, iters);
     ASSERT_EQ(r.out.size(), groups * gpu::kPeakThreads);
     for (uint32_t t = 0; t < r.out.size(); t++)
       ASSERT_EQ(r.out[t], gpu::occupancy_reference(bytes, t, iters)) << bytes << " bytes, thread " << t;

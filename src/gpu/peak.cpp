@@ -133,13 +133,18 @@ PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds, int tries, uint
 static constexpr uint32_t kOccupancyTable = 1u << 18;  // words: 1 MB, more than an SM's L1
 static uint32_t occupancy_next(uint32_t j) { return (j * 97u + 1u) % kOccupancyTable; }
 
-PeakRun run_occupancy(Kernels& k, uint32_t bytes, uint32_t groups, uint32_t iters) {
-  Device& dev = k.device();
-  const uint64_t threads = (uint64_t)groups * kPeakThreads;
-  Buffer out = dev.buffer("occupancy.out", threads * 4), table = dev.buffer("occupancy.table", kOccupancyTable * 4);
+Buffer occupancy_table(Device& dev) {
+  Buffer table = dev.buffer("occupancy.table", kOccupancyTable * 4);
   std::vector<uint32_t> next(kOccupancyTable);
   for (uint32_t j = 0; j < kOccupancyTable; j++) next[j] = occupancy_next(j);
   dev.write(table, next.data(), next.size() * 4);
+  return table;
+}
+
+PeakRun run_occupancy(Kernels& k, const Buffer& table, uint32_t bytes, uint32_t groups, uint32_t iters) {
+  Device& dev = k.device();
+  const uint64_t threads = (uint64_t)groups * kPeakThreads;
+  Buffer out = dev.buffer("occupancy.out", threads * 4);
   const Pipeline& p = k.get({"occupancy", {}, {{"WORDS", (double)(bytes / 4)}, {"ITERS", (double)iters},
                                               {"N", (double)kOccupancyTable}}});
   return timed_run(dev, p, dev.bind(p, {out, table}, "occupancy"), groups, 1, out, threads);
@@ -156,16 +161,16 @@ std::vector<OccupancyPoint> measure_occupancy(Kernels& k, uint32_t max_bytes, do
   const uint32_t limit = std::min(max_bytes, k.device().limits().maxComputeWorkgroupStorageSize);
   std::vector<uint32_t> sizes = {2u << 10};
   for (uint32_t b = 4u << 10; b <= limit; b += 4u << 10) sizes.push_back(b);
+  const Buffer table = occupancy_table(k.device());
   std::vector<OccupancyPoint> points;
   for (uint32_t bytes : sizes) {
-    if (bytes > limit) break;
     uint32_t iters = 64;
-    while (iters < (1u << 20) && run_occupancy(k, bytes, groups, iters).seconds < min_seconds) iters *= 2;
+    while (iters < (1u << 20) && run_occupancy(k, table, bytes, groups, iters).seconds < min_seconds) iters *= 2;
     OccupancyPoint pt;
     pt.bytes = bytes;
     PeakRun r;
     for (int i = 0; i < tries; i++) {
-      r = run_occupancy(k, bytes, groups, iters);
+      r = run_occupancy(k, table, bytes, groups, iters);
       if (pt.seconds == 0 || r.seconds < pt.seconds) pt.seconds = r.seconds;
     }
     const uint32_t threads = groups * kPeakThreads;

@@ -44,7 +44,9 @@ PeakRate measure_peak(Kernels& k, PeakOp op, double min_seconds = 0.05, int trie
 // Workgroup-memory occupancy (kernels/occupancy.wgsl): latency-bound chains of dependent loads, one
 // per 32 threads, in workgroups of kPeakThreads threads that each hold `bytes` of workgroup memory.
 // The rate is proportional to the workgroups resident per SM, so a sweep of sizes shows where fewer fit.
-PeakRun run_occupancy(Kernels& k, uint32_t bytes, uint32_t groups, uint32_t iters);
+// The probe's table (1 MB, made once per measurement), then one run of it.
+Buffer occupancy_table(Device& dev);
+PeakRun run_occupancy(Kernels& k, const Buffer& table, uint32_t bytes, uint32_t groups, uint32_t iters);
 // The CPU twin of thread t's word.
 uint32_t occupancy_reference(uint32_t bytes, uint32_t t, uint32_t iters);
 struct OccupancyPoint {
