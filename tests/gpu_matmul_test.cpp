@@ -54,6 +54,8 @@ INSTANTIATE_TEST_SUITE_P(
                       MatmulCase{GgmlType::Q4_K, 70, 512, 1}, MatmulCase{GgmlType::Q4_K, 9, 256, 13},
                       MatmulCase{GgmlType::Q6_K, 70, 512, 1}, MatmulCase{GgmlType::Q6_K, 9, 256, 13},
                       MatmulCase{GgmlType::Q4_0, 130, 96, 70}, MatmulCase{GgmlType::F16, 65, 100, 129},
+                      // float units in 16-byte loads (rows of 8k columns; 4k for F32), a last part unit elementwise
+                      MatmulCase{GgmlType::F16, 70, 264, 5}, MatmulCase{GgmlType::F32, 33, 100, 7},
                       // one token of quantized weights without int8 x: the GEMM (the matvec: gpu_matvec_q8_test)
                       MatmulCase{GgmlType::Q4_K, 4101, 256, 1}, MatmulCase{GgmlType::Q8_0, 16403, 64, 1},
                       // the f32-x matvec: 8192+ rows 4 rows per lane, 2048+ rows 2, rows of 4096+ columns 64 lanes
