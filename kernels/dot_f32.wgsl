@@ -1,11 +1,8 @@
-// Dot of 32-element unit u of an F32 row with x (the unit's 8 vec4s).
+// Dot of 32-element unit u of an F32 row with x (the unit's 8 vec4s). The matvec's rows are whole
+// units (COLS % 32 == 0), so a unit is 128 bytes on a 128-byte boundary: eight 16-byte loads.
 fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
-  let b = row_byte / 4u + u * 32u;
+  let q0 = (row_byte + u * 128u) / 16u;
   var s = 0.0;
-  for (var i = 0u; i < 8u; i++) {
-    let wv = vec4f(bitcast<f32>(w_word(b + 4u * i)), bitcast<f32>(w_word(b + 4u * i + 1u)),
-                   bitcast<f32>(w_word(b + 4u * i + 2u)), bitcast<f32>(w_word(b + 4u * i + 3u)));
-    s += dot(wv, (*xu)[i]);
-  }
+  for (var i = 0u; i < 8u; i++) { s += dot(bitcast<vec4f>(w_quad(q0 + i)), (*xu)[i]); }
   return s;
 }
