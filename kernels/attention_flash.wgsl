@@ -12,7 +12,8 @@
 // owns the rows rg + 8i (i < 4): in the scores
 // S = Q K^T the positions cg + 16k (k < TILE / 16) of the tile, in O = P V the dims
 // [cg HD/16, (cg + 1) HD/16). TILE is 64 positions on 128-dim heads where workgroup memory holds it
-// (GraphBuilder::flash_tile), so a step's four barriers serve twice the positions, else 32.
+// (GraphBuilder::flash_tile), so a step's four barriers serve twice the positions, else 32. At either
+// size the H200 holds one workgroup per SM (about 54 KB an SM under Vulkan, bench/EXPERIMENTS.md).
 // Every workgroup-memory load feeds 16-32 FMAs (the blocked kernel fed 1-2), and the 8 row groups in
 // a warp read 8 neighbouring rows or one 128-byte line, so the loads take one pass each.
 //!include common
