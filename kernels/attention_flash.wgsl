@@ -37,35 +37,43 @@ const XQ_BINDING = 7u;
 override SPLITS: bool = false;
 
 const NEG: f32 = -1e30;  // finite "minus infinity": exp2(NEG - m) is 0, exp2(NEG - NEG) stays defined
+const MASKED: f32 = -2e30;  // a masked score: under NEG, so its weight exp2(MASKED - m) is 0 even while m is NEG
 const LOG2E: f32 = 1.4426950408889634;
 const ROWS = 32u;        // query rows per workgroup
-override TILE: u32 = 32u;  // KV positions per step: 32 or 64
+override TILE: u32 = 32u;  // KV positions per step and half: 32 or 64
 override PPT: u32 = TILE / 16u;  // positions per thread in the scores
-const WG = 128u;
+// HALVES 2: 256 threads, two sets of 4 warps; a step is 2 TILE positions, each half its own TILE with
+// its own running max, sum and outputs, merged at the end. One workgroup per SM either way on the
+// H200 (bench/EXPERIMENTS.md), so this doubles the warps that hide each other's latencies.
+override HALVES: u32 = 1u;
+override WG: u32 = 128u * HALVES;
+override STEP: u32 = TILE * HALVES;
 override TQ: u32 = ROWS / G;  // tokens per workgroup
 override HD4: u32 = HD / 4u;
 override HD8: u32 = HD / 8u;
 override QST: u32 = HD / 4u + 1u;  // vec4s per row of qt: one of padding, so neighbouring rows start in other banks
-override NL: u32 = TILE * HD / 1024u;  // vec4u each thread loads per tile of keys (and of values): TILE x HD / 8 / 128
+override NL: u32 = TILE * HD / 1024u;  // vec4u each thread loads per step of keys (and of values): STEP x HD / 8 / WG
 override W: u32 = HD / 32u;        // f16 pairs (words) of a value row each thread owns: HD / 16 dims
 override QT_LEN: u32 = ROWS * QST;
-override KV_LEN: u32 = TILE * HD / 8u;
-override PT_LEN: u32 = TILE * 8u;
+override KV_LEN: u32 = STEP * HD / 8u;
+override PT_LEN: u32 = STEP * 8u;
+override RED_LEN: u32 = 128u * HALVES;
 
-// 16.5 + 8 + 4 + 2 KB at HD 128 and TILE 32, within lavapipe's 32 KB; 42.5 KB with TILE 64.
+// 16.5 + 8 + 4 + 2 KB at HD 128 and TILE 32, within lavapipe's 32 KB; 42.5 KB with TILE 64; 44.5 KB in
+// two halves of 32 positions (kv, pt and red hold both halves').
 var<workgroup> qt: array<vec4f, QT_LEN>;  // [32 rows][QST]: queries x SCALE x log2(e), f32; at the end the output
-var<workgroup> kv: array<vec4u, KV_LEN>;  // keys [HD / 8][32 positions], then values [32 positions][HD / 8]
-var<workgroup> pt: array<vec4f, PT_LEN>;  // [TILE positions][8 row groups]: the weights of rows rg + 8i
-var<workgroup> red: array<vec4f, 128>;    // [16 column groups][8 row groups]: partial row maxima, then sums
+var<workgroup> kv: array<vec4u, KV_LEN>;  // keys [HD / 8][STEP positions], then values [STEP positions][HD / 8]
+var<workgroup> pt: array<vec4f, PT_LEN>;  // [STEP positions][8 row groups]: the weights of rows rg + 8i
+var<workgroup> red: array<vec4f, RED_LEN>;  // [half][16 column groups][8 row groups]: partial row maxima, then sums
 
-// This thread's share of a tile's keys (positions b..b+TILE-1, past `end` the last valid one, weighted
-// 0): vec4u i = lid + 128 n is dims [8 (i / TILE), +8) of position b + i % TILE, as kv holds keys.
+// This thread's share of a step's keys (positions b..b+STEP-1, past `end` the last valid one, weighted
+// 0): vec4u i = lid + WG n is dims [8 (i / STEP), +8) of position b + i % STEP, as kv holds keys.
 fn load_keys(b: u32, end: u32, kvh: u32, lid: u32) -> array<vec4u, 8> {
   var r: array<vec4u, 8>;
   for (var n = 0u; n < NL; n++) {
     let i = lid + n * WG;
-    let p = min(b + i % TILE, end - 1u);
-    r[n] = k_cache[((pages[p / PAGE] * NKV + kvh) * HD8 + i / TILE) * PAGE + p % PAGE];
+    let p = min(b + i % STEP, end - 1u);
+    r[n] = k_cache[((pages[p / PAGE] * NKV + kvh) * HD8 + i / STEP) * PAGE + p % PAGE];
   }
   return r;
 }
@@ -93,7 +101,7 @@ fn dot8(acc: f32, qa: vec4f, qb: vec4f, ka: vec4f, kb: vec4f) -> f32 {
   return r;
 }
 
-@compute @workgroup_size(128)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let T = step.n_tokens;
@@ -116,8 +124,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let clamp_end = max(end, begin + 1u);         // loads past end repeat a valid position (begin < pos0 + T)
   // Lane bit 0 is cg's low bit, lane bits 1..3 are rg: lanes n and n^1 read the same query and weight
   // rows, lanes n and n^2 the same keys and values, so those loads return in half the passes.
+  let hf = lid / 128u;  // the half: positions [hf TILE, +TILE) of each step
   let rg = (lid >> 1u) & 7u;
-  let cg = (lid & 1u) | ((lid >> 4u) << 1u);
+  let cg = (lid & 1u) | (((lid % 128u) >> 4u) << 1u);
+  let ps = hf * TILE;  // this half's first position in a step, in kv and pt
 
   for (var i = lid; i < ROWS * HD4; i += WG) {
     let r = i / HD4;
@@ -132,11 +142,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var o: array<vec4f, 8>;  // [dim cg HD/16 + k]: the 4 rows' outputs
   var kr = load_keys(begin, clamp_end, kvh, lid);
   var vr = load_values(begin, clamp_end, kvh, lid);
-  for (var b = begin; b < end; b += TILE) {
+  for (var b = begin; b < end; b += STEP) {
     for (var n = 0u; n < NL; n++) { kv[lid + n * WG] = kr[n]; }
     workgroupBarrier();  // publishes the keys (and the queries)
-    let more = b + TILE < end;
-    if (more) { kr = load_keys(b + TILE, end, kvh, lid); }  // in flight while this tile computes
+    let more = b + STEP < end;
+    if (more) { kr = load_keys(b + STEP, end, kvh, lid); }  // in flight while this tile computes
 
     // Scores of rows rg + 8i at positions cg + 16k: 32 PPT FMAs per 8 dims of keys.
     // An explicit zero: a declaration alone zeroed it only on the first tile (Dawn's SPIR-V on lavapipe).
@@ -145,7 +155,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       var ka: array<vec4f, 4>;
       var kb: array<vec4f, 4>;
       for (var k = 0u; k < PPT; k++) {
-        let kw = kv[d * TILE + cg + 16u * k];
+        let kw = kv[d * STEP + ps + cg + 16u * k];
         ka[k] = halves(kw.x, kw.y);
         kb[k] = halves(kw.z, kw.w);
       }
@@ -158,26 +168,26 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     var mx = vec4f(NEG);
     for (var i = 0u; i < 4u; i++) {
       for (var k = 0u; k < PPT; k++) {
-        s[i][k] = select(NEG, s[i][k], b + cg + 16u * k <= last[i]);  // causal mask
+        s[i][k] = select(MASKED, s[i][k], b + ps + cg + 16u * k <= last[i]);  // causal mask
         mx[i] = max(mx[i], s[i][k]);
       }
     }
-    red[cg * 8u + rg] = mx;
+    red[hf * 128u + cg * 8u + rg] = mx;
     workgroupBarrier();  // publishes the maxima; everyone is done with the keys
     for (var n = 0u; n < NL; n++) { kv[lid + n * WG] = vr[n]; }
-    if (more) { vr = load_values(b + TILE, end, kvh, lid); }
+    if (more) { vr = load_values(b + STEP, end, kvh, lid); }
 
     // Online softmax: the new row max over the 16 column groups (the same order in every thread),
     // the old sums and outputs scaled by 2^(m_old - m_new), this tile's weights 2^(s - m_new).
     var m_new = m;
-    for (var c = 0u; c < 16u; c++) { m_new = max(m_new, red[c * 8u + rg]); }
+    for (var c = 0u; c < 16u; c++) { m_new = max(m_new, red[hf * 128u + c * 8u + rg]); }
     let alpha = exp2(m - m_new);
     m = m_new;
     var psum = vec4f(0.0);
     for (var k = 0u; k < PPT; k++) {
       var pk: vec4f;  // position cg + 16k's weights for the 4 rows
       for (var i = 0u; i < 4u; i++) { pk[i] = exp2(s[i][k] - m[i]); }
-      pt[(cg + 16u * k) * 8u + rg] = pk;
+      pt[(ps + cg + 16u * k) * 8u + rg] = pk;
       psum += pk;
     }
     l = l * alpha + psum;
@@ -185,8 +195,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();  // publishes the weights and the values
 
     // O += P V: per position one load of 4 weights and one of W words of values, 8 W FMAs.
-    let n_pos = min(TILE, end - b);
-    for (var j = 0u; j < n_pos; j++) {
+    let n_pos = select(0u, min(TILE, end - b - ps), b + ps < end);
+    for (var jj = 0u; jj < n_pos; jj++) {
+      let j = ps + jj;
       let pj = pt[j * 8u + rg];
       var vw: array<u32, 4>;
       if (W == 4u) {
@@ -209,14 +220,42 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 
   // The rows' sums over the 16 column groups, then the normalised rows through qt (the queries are
   // no longer needed) so att and the int8 units are stored whole rows and units at a time.
-  red[cg * 8u + rg] = l;
+  red[hf * 128u + cg * 8u + rg] = l;
   workgroupBarrier();
   var sum = vec4f(0.0);
-  for (var c = 0u; c < 16u; c++) { sum += red[c * 8u + rg]; }
-  let inv = select(1.0 / sum, vec4f(1.0), SPLITS);  // splits: the combine normalises
-  for (var k = 0u; k < 2u * W; k++) {
-    let d = cg * 2u * W + k;
-    for (var i = 0u; i < 4u; i++) { qt[(rg + 8u * i) * QST + d / 4u][d % 4u] = o[k][i] * inv[i]; }
+  for (var c = 0u; c < 16u; c++) { sum += red[hf * 128u + c * 8u + rg]; }
+  // Two halves: the second leaves its unnormalised outputs in qt and its maxima and sums in pt, and
+  // the first merges them with its own (the combine's arithmetic, in log2 units).
+  if (HALVES == 2u && hf == 1u) {
+    for (var k = 0u; k < 2u * W; k++) {
+      let d = cg * 2u * W + k;
+      for (var i = 0u; i < 4u; i++) { qt[(rg + 8u * i) * QST + d / 4u][d % 4u] = o[k][i]; }
+    }
+    pt[(lid % 128u) * 2u] = m;
+    pt[(lid % 128u) * 2u + 1u] = sum;
+  }
+  workgroupBarrier();
+  if (hf == 0u) {
+    var a0 = vec4f(1.0);
+    var a1 = vec4f(0.0);
+    if (HALVES == 2u) {
+      let m1 = pt[lid * 2u];
+      let m_new = max(m, m1);
+      a0 = exp2(m - m_new);
+      a1 = exp2(m1 - m_new);
+      sum = sum * a0 + pt[lid * 2u + 1u] * a1;
+      m = m_new;
+    }
+    let inv = select(1.0 / sum, vec4f(1.0), SPLITS);  // splits: the combine normalises
+    for (var k = 0u; k < 2u * W; k++) {
+      let d = cg * 2u * W + k;
+      for (var i = 0u; i < 4u; i++) {
+        let at = (rg + 8u * i) * QST + d / 4u;
+        var v = o[k][i] * a0[i];
+        if (HALVES == 2u) { v += qt[at][d % 4u] * a1[i]; }
+        qt[at][d % 4u] = v * inv[i];
+      }
+    }
   }
   workgroupBarrier();
   if (SPLITS) {  // rows with no position in the split store max NEG: the combine weighs them 0
@@ -228,7 +267,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let v = qt[r * QST + i % HD4];
       for (var c = 0u; c < 4u; c++) { part[base + c] = v[c]; }
     }
-    if (cg == 0u) {
+    if (cg == 0u && hf == 0u) {
       for (var i = 0u; i < 4u; i++) {
         let r = rg + 8u * i;
         let t = t0 + r / G;

@@ -104,7 +104,7 @@ struct AttnProblem {
 
 // Runs the problem through GraphBuilder in `form` and checks q, the cache rows and att against the
 // CPU (and with q8, the int8 units against ref::quantize_q8 of att).
-static void check_attention(const AttnProblem& pr, AttnForm form) {
+static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash_halves = 1) {
   gpu::Kernels k(device());
   const uint32_t pos0 = pr.pos0, T = pr.T, hd = pr.hd, nh = pr.nh, nkv = pr.nkv, page = pr.page, split = pr.split;
   const uint32_t ctx = (pos0 + T + 63) / 64 * 64, qkvw = (nh + 2 * nkv) * hd, kvw = nkv * hd;
@@ -166,6 +166,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form) {
   gb.use_rope_in_decode(pr.rope_in_decode);
   gb.use_subgroups(pr.subgroups);
   gb.force_flash_tile(64);  // where it fits (lavapipe: HD <= 64); HD 96 and 128 take 32
+  gb.force_flash_halves(flash_halves);  // two: where it fits (lavapipe: HD <= 64)
   gb.rope_kv(q, kcb, vcb, qkv, auxb, rope, pageb, gs);
   gb.attention(att, part, q, kcb, vcb, pageb, gs);
   gb.attention_combine(att, part, gs);
@@ -301,6 +302,13 @@ static std::string flash_case_name(const ::testing::TestParamInfo<FlashCase>& in
 class FlashAttentionTest : public ::testing::TestWithParam<FlashCase> {};
 
 TEST_P(FlashAttentionTest, MatchesCpu) { check_attention(GetParam().problem(), AttnForm::Flash); }
+// The same with two halves of 4 warps (HALVES 2), where the device's workgroup memory holds them.
+static void check_flash_halves(const FlashCase& c, AttnForm form) {
+  if (GraphBuilder::flash_bytes(c.hd, 32, 2) > device().limits().maxComputeWorkgroupStorageSize)
+    GTEST_SKIP() << "two halves at " << c.hd << " dims need more workgroup memory than this device has";
+  check_attention(c.problem(), form, 2);
+}
+TEST_P(FlashAttentionTest, TwoHalvesMatchCpu) { check_flash_halves(GetParam(), AttnForm::Flash); }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
                          ::testing::Values(FlashCase{70, 0, 64, 1, false, true}, FlashCase{130, 37, 128, 1, true, true},
@@ -317,6 +325,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
 class FlashSplitTest : public ::testing::TestWithParam<FlashCase> {};
 
 TEST_P(FlashSplitTest, MatchesCpu) { check_attention(GetParam().problem(), AttnForm::FlashSplit); }
+TEST_P(FlashSplitTest, TwoHalvesMatchCpu) { check_flash_halves(GetParam(), AttnForm::FlashSplit); }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashSplitTest,
                          ::testing::Values(FlashCase{40, 2201, 128, 4, true, true}, FlashCase{2, 2046, 64, 1, false, true},
@@ -399,6 +408,10 @@ TEST(Kernels, FlashTileFitsWorkgroupMemory) {
   EXPECT_EQ(GraphBuilder::flash_tile(128, 49152), 64u);  // the H200
   EXPECT_LE(GraphBuilder::flash_bytes(64, 64), 32768u);
   EXPECT_GT(GraphBuilder::flash_bytes(96, 64), 32768u);
+  EXPECT_EQ(GraphBuilder::flash_halves(128, 49152), 2u);  // the H200: 44.5 KB
+  EXPECT_EQ(GraphBuilder::flash_halves(128, 32768), 1u);  // lavapipe
+  EXPECT_EQ(GraphBuilder::flash_halves(64, 49152), 1u);   // two workgroups of one half fit there already
+  EXPECT_LE(GraphBuilder::flash_bytes(64, 32, 2), 32768u);  // so lavapipe's tests run two halves at 64 dims
 }
 
 TEST(Kernels, FlashForwardMatchesCpuReference) {

@@ -183,9 +183,11 @@ class GraphBuilder {
   // passes, decode over splits, write split partials).
   static bool flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv);
   static uint32_t flash_tile(uint32_t hd, uint32_t wg_bytes);
-  static uint32_t flash_bytes(uint32_t hd, uint32_t tile);
+  static uint32_t flash_halves(uint32_t hd, uint32_t wg_bytes);
+  static uint32_t flash_bytes(uint32_t hd, uint32_t tile, uint32_t halves = 1);
   // Tests: flash attention steps of `tile` positions where they fit, whatever the head size.
   void force_flash_tile(uint32_t tile) { flash_tile_force_ = tile; }
+  void force_flash_halves(uint32_t halves) { flash_halves_force_ = halves; }
   void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
   void add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, const gpu::KernelKey& key,
                       uint32_t row_tiles, uint32_t max_tokens);
@@ -230,6 +232,7 @@ class GraphBuilder {
   const gpu::Buffer* split_scratch_ = nullptr;
   uint32_t split_max_ = 0, split_force_ = 0;
   uint32_t flash_tile_force_ = 0;
+  uint32_t flash_halves_force_ = 0;
   const gpu::Buffer* xq_ = nullptr;
   const gpu::Buffer* xs_ = nullptr;
   uint32_t q8_max_ = 1, q8_tt_ = 8, q8_rpl_ = 1, q8_lanes_ = 16;

@@ -120,6 +120,10 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     const uint32_t wg_bytes = k_.device().limits().maxComputeWorkgroupStorageSize;
     f.key.constants["TILE"] = flash_tile_force_ && flash_bytes(s.hd, flash_tile_force_) <= wg_bytes
                                   ? flash_tile_force_ : flash_tile(s.hd, wg_bytes);
+    const uint32_t halves = flash_halves_force_ && flash_bytes(s.hd, 32, flash_halves_force_) <= wg_bytes
+                                ? flash_halves_force_ : flash_halves(s.hd, wg_bytes);
+    if (halves == 2) f.key.constants["TILE"] = 32;  // a step of 64 positions, 32 for each half
+    f.key.constants["HALVES"] = halves;
     const gpu::Pipeline& fp = k_.get(f.key);
     d.flash = &fp;
     d.flash_group = k_.device().bind(fp, f.bindings, "attention_flash:" + att.label());
@@ -175,10 +179,16 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
 uint32_t GraphBuilder::flash_tile(uint32_t hd, uint32_t wg_bytes) {
   return hd >= 128 && flash_bytes(hd, 64) <= wg_bytes ? 64 : 32;
 }
+// Two halves of 4 warps, each 32 positions of a 64-position step, on heads of 128+ dims where their
+// arrays fit: an H200 SM holds one workgroup of either (about 54 KB of workgroup memory an SM, a
+// 128-dim kernel needs 30.5 KB), so the second half doubles the warps there (bench/EXPERIMENTS.md).
+uint32_t GraphBuilder::flash_halves(uint32_t hd, uint32_t wg_bytes) {
+  return hd >= 128 && flash_bytes(hd, 32, 2) <= wg_bytes ? 2 : 1;
+}
 // The kernel's arrays: 32 query rows of HD / 4 + 1 vec4s, a tile of keys or values, a tile of weights
 // (8 vec4s per position) and 128 vec4s for the reductions.
-uint32_t GraphBuilder::flash_bytes(uint32_t hd, uint32_t tile) {
-  return 16 * (kAttnFlashRows * (hd / 4 + 1) + tile * hd / 8 + tile * 8 + 128);
+uint32_t GraphBuilder::flash_bytes(uint32_t hd, uint32_t tile, uint32_t halves) {
+  return 16 * (kAttnFlashRows * (hd / 4 + 1) + halves * (tile * hd / 8 + tile * 8 + 128));
 }
 
 bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
