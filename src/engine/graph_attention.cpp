@@ -122,8 +122,10 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                                   ? flash_tile_force_ : flash_tile(s.hd, wg_bytes);
     const uint32_t halves = flash_halves_force_ && flash_bytes(s.hd, 32, flash_halves_force_) <= wg_bytes
                                 ? flash_halves_force_ : flash_halves(s.hd, wg_bytes);
-    if (halves == 2) f.key.constants["TILE"] = 32;  // a step of 64 positions, 32 for each half
-    f.key.constants["HALVES"] = halves;
+    if (halves == 2) {  // a step of 64 positions, 32 for each half
+      f.key.constants["TILE"] = 32;
+      f.key.constants["HALVES"] = 2;
+    }
     const gpu::Pipeline& fp = k_.get(f.key);
     d.flash = &fp;
     d.flash_group = k_.device().bind(fp, f.bindings, "attention_flash:" + att.label());
@@ -176,6 +178,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
 // KV positions per flash attention step: 64 on heads of 128+ dims where the workgroup's memory holds
 // them (the H200's 48 KB), else 32. H200 (bench/EXPERIMENTS.md): 64 gained 2% on Qwen3-4B's 1,024-token
 // prefill and 10% on a 4,096-position one, and lost 4% on Llama-3.2-1B's (64 dims) 512 and 1,024.
+// Where flash_halves picks two halves, each takes 32 of a 64-position step.
 uint32_t GraphBuilder::flash_tile(uint32_t hd, uint32_t wg_bytes) {
   return hd >= 128 && flash_bytes(hd, 64) <= wg_bytes ? 64 : 32;
 }
