@@ -248,7 +248,13 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
     for (size_t i = 0; i < 32; i++) deq[u * 32 + i] = ds[2 * u] * qs[u * 32 + i], sum += qs[u * 32 + i];
     ASSERT_EQ(ds[2 * u + 1], (float)sum) << "unit " << u;
   }
-  EXPECT_LT(nmse(deq, ref::quantize_q8(got)), 1e-10);
+  // Against the CPU's int8 form of the GPU's own att: every value within one int8 step, and only a
+  // few a step off (a GPU may round a value at x.5 after its scale the other way: the H200 does).
+  const std::vector<float> cpu_q = ref::quantize_q8(got);
+  size_t far = 0;
+  for (size_t i = 0; i < deq.size(); i++) far += std::fabs(deq[i] - cpu_q[i]) > std::fabs(ds[2 * (i / 32)]) * 1.001f;
+  EXPECT_EQ(far, 0u) << "int8 values more than one step from the CPU's";
+  EXPECT_LT(nmse(deq, cpu_q), 1e-8);
   EXPECT_LT(nmse(deq, want_att), 1e-4);  // int8 rounding
 }
 
