@@ -188,8 +188,8 @@ uint32_t GraphBuilder::flash_tile(uint32_t hd, uint32_t wg_bytes) {
 uint32_t GraphBuilder::flash_halves(uint32_t hd, uint32_t wg_bytes) {
   return hd >= 128 && flash_bytes(hd, 32, 2) <= wg_bytes ? 2 : 1;
 }
-// The kernel's arrays: 32 query rows of HD / 4 + 1 vec4s, a tile of keys or values, a tile of weights
-// (8 vec4s per position) and 128 vec4s for the reductions.
+// The kernel's arrays: 32 query rows of HD / 4 + 1 vec4s, and for each half a tile of keys or values,
+// a tile of weights (8 vec4s per position) and 128 vec4s for the reductions.
 uint32_t GraphBuilder::flash_bytes(uint32_t hd, uint32_t tile, uint32_t halves) {
   return 16 * (kAttnFlashRows * (hd / 4 + 1) + halves * (tile * hd / 8 + tile * 8 + 128));
 }
