@@ -1,7 +1,7 @@
 // Prefill y[t, Y_OFFSET + r] = W[r] . x[t] for a chunk of tokens: a tiled GEMM. A workgroup owns 64
 // (virtual) rows x 64 tokens; per 32-column step it dequantizes the weight tile once into workgroup
-// memory (WEIGHT snippet), loads the x tile beside it, and each of its 256 threads accumulates a
-// 4 rows x 4 tokens micro-tile in registers. GATED: the 64 virtual rows are 32 gate rows then the
+// memory (WEIGHT snippet), loads the x tile beside it (both a step ahead, into registers), and each
+// of its 256 threads accumulates a 4 rows x 4 tokens micro-tile in registers. GATED: the 64 virtual rows are 32 gate rows then the
 // same 32 up rows, and the thread writes silu(gate) * up for its 2 real rows.
 // Split-K (KSPLIT > 1), for short passes whose grid is too small to fill the GPU: KSPLIT groups share
 // each tile, group ks walks units [ks * units / KSPLIT, (ks + 1) * units / KSPLIT) and stores its raw
@@ -40,6 +40,27 @@ fn ws_slot(v: u32) -> vec2u {
   return vec2u(v / 4u, v % 4u);
 }
 
+// Thread lid's share of unit u's tiles, loaded a step ahead into registers (staged by the next step):
+// the weight unit of virtual row lid (threads 0..63), and x of token lid / 4, columns 8 (lid % 4)..+8.
+fn load_w(rt: u32, lid: u32, u: u32) -> array<f32, 32> {
+  var v = array<f32, 32>();  // explicit zeros (see attention_flash.wgsl's scores)
+  let r = real_row(rt, lid);
+  if (lid < 64u && r < ROWS) {
+    let up = GATED && lid >= 32u;
+    v = w_unit((r + select(0u, ROWS, up)) * w_row_bytes(), u);
+  }
+  return v;
+}
+fn load_x(t0: u32, lid: u32, u: u32, n_tokens: u32) -> array<f32, 8> {
+  var v = array<f32, 8>();
+  let t = t0 + lid / 4u;
+  let c0 = u * 32u + (lid % 4u) * 8u;
+  for (var k = 0u; k < 8u; k++) {
+    if (t < n_tokens && c0 + k < COLS) { v[k] = x[t * COLS + c0 + k]; }
+  }
+  return v;
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
@@ -55,27 +76,24 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc: array<vec4f, 4>;  // [row j][token m]
   let units = (COLS + 31u) / 32u;
   let u_end = (ks + 1u) * units / KSPLIT;
-  for (var u = ks * units / KSPLIT; u < u_end; u++) {
+  let u_begin = ks * units / KSPLIT;
+  var wv = load_w(rt, lid, u_begin);
+  var xv = load_x(t0, lid, u_begin, step.n_tokens);
+  for (var u = u_begin; u < u_end; u++) {
     if (lid < 64u) {  // weight tile: one 32-element unit per virtual row
-      let r = real_row(rt, lid);
-      var v: array<f32, 32>;
-      if (r < ROWS) {
-        let up = GATED && lid >= 32u;
-        v = w_unit((r + select(0u, ROWS, up)) * w_row_bytes(), u);
-      }
       let slot = ws_slot(lid);
-      for (var k = 0u; k < 32u; k++) { ws[k * 16u + slot.x][slot.y] = v[k]; }
+      for (var k = 0u; k < 32u; k++) { ws[k * 16u + slot.x][slot.y] = wv[k]; }
     }
     {  // x tile: 64 tokens x 32 columns, 8 per thread
       let t = lid / 4u;
       let k0 = (lid % 4u) * 8u;
-      for (var k = k0; k < k0 + 8u; k++) {
-        var xv = 0.0;
-        if (t0 + t < step.n_tokens && u * 32u + k < COLS) { xv = x[(t0 + t) * COLS + u * 32u + k]; }
-        xs[k * 16u + t % 16u][t / 16u] = xv;
-      }
+      for (var k = 0u; k < 8u; k++) { xs[(k0 + k) * 16u + t % 16u][t / 16u] = xv[k]; }
     }
     workgroupBarrier();
+    if (u + 1u < u_end) {  // the next unit's loads in flight while this one multiplies
+      wv = load_w(rt, lid, u + 1u);
+      xv = load_x(t0, lid, u + 1u, step.n_tokens);
+    }
     for (var k = 0u; k < 32u; k++) {
       let wr = ws[k * 16u + tr];
       let xt = xs[k * 16u + tt];
