@@ -1,8 +1,11 @@
-// Prefill y[t, Y_OFFSET + r] = W[r] . x[t] for a chunk of tokens: a tiled GEMM. A workgroup owns 64
-// (virtual) rows x 64 tokens; per 32-column step it dequantizes the weight tile once into workgroup
-// memory (WEIGHT snippet), loads the x tile beside it (both a step ahead, into registers), and each
-// of its 256 threads accumulates a 4 rows x 4 tokens micro-tile in registers. GATED: the 64 virtual rows are 32 gate rows then the
-// same 32 up rows, and the thread writes silu(gate) * up for its 2 real rows.
+// Prefill y[t, Y_OFFSET + r] = W[r] . x[t] for a chunk of tokens: a tiled GEMM. A workgroup owns
+// 64 RQ (virtual) rows x 64 tokens; per 32-column step it dequantizes the weight tile once into
+// workgroup memory (WEIGHT snippet), loads the x tile beside it (both a step ahead, into registers),
+// and each of its 256 threads accumulates a 4 RQ rows x 4 tokens micro-tile in registers. RQ 2 (8 x 4,
+// where workgroup memory holds the 24 KB) feeds 32 FMAs per three 16-byte workgroup-memory loads
+// instead of 16 per two, which on the H200 bound the 4 x 4 kernel as much as its FMAs did. GATED: the
+// 64 RQ virtual rows are 32 RQ gate rows then the same up rows, and the thread writes silu(gate) * up
+// for its 2 RQ real rows.
 // Split-K (KSPLIT > 1), for short passes whose grid is too small to fill the GPU: KSPLIT groups share
 // each tile, group ks walks units [ks * units / KSPLIT, (ks + 1) * units / KSPLIT) and stores its raw
 // sums in the scratch bound as `y` (layout below); gemm_reduce.wgsl adds them up and writes y.
@@ -16,6 +19,9 @@ override Y_STRIDE: u32 = 0u;  // floats between tokens in y (0: ROWS)
 override Y_OFFSET: u32 = 0u;
 override GATED: bool = false;
 override KSPLIT: u32 = 1u;    // groups per tile along K; 1: this kernel writes y itself
+override RQ: u32 = 1u;        // row quads per thread: 1 (64-row tiles, 16 KB) or 2 (128 rows, 24 KB)
+override VR: u32 = 64u * RQ;  // virtual rows per tile
+const ACC_LEN = 8u;           // rows of the micro-tile, at most (4 RQ used)
 
 // With KSPLIT > 1, y is the partials scratch (gemm_store.wgsl's store_partial).
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
@@ -23,30 +29,31 @@ override KSPLIT: u32 = 1u;    // groups per tile along K; 1: this kernel writes 
 @group(0) @binding(2) var<storage, read> w: array<vec4u>;  // 16-byte words: aligned loads of 4 words are one load
 @group(0) @binding(3) var<uniform> step: Step;
 
-// Both tiles are stored as the vec4s the inner loop reads: ws[k][q] = the 4 weights of thread row
-// group q at column k, xs[k][l] = x of tokens l, l+16, l+32, l+48 at column k.
-var<workgroup> ws: array<vec4f, 512>;  // [32 k][16 row quads]
-var<workgroup> xs: array<vec4f, 512>;  // [32 k][16 token lanes]
+// Both tiles are stored as the vec4s the inner loop reads: ws[k][q] = the 4 weights of row quad q at
+// column k (thread row group tr holds quads RQ tr .. RQ tr + RQ - 1), xs[k][l] = x of tokens l, l+16,
+// l+32, l+48 at column k.
+var<workgroup> ws: array<vec4f, 512u * RQ>;  // [32 k][16 RQ row quads]
+var<workgroup> xs: array<vec4f, 512>;        // [32 k][16 token lanes]
 
 // The real row behind virtual row v of row tile `tile`.
 fn real_row(tile: u32, v: u32) -> u32 {
-  if (GATED) { return tile * 32u + (v % 32u); }
-  return tile * 64u + v;
+  if (GATED) { return tile * (VR / 2u) + (v % (VR / 2u)); }
+  return tile * VR + v;
 }
 
 // Where virtual row v sits in ws: (quad, component). Gated quads are (gate r, gate r+1, up r, up r+1).
 fn ws_slot(v: u32) -> vec2u {
-  if (GATED) { return vec2u((v % 32u) / 2u, (v / 32u) * 2u + v % 2u); }
+  if (GATED) { return vec2u((v % (VR / 2u)) / 2u, (v / (VR / 2u)) * 2u + v % 2u); }
   return vec2u(v / 4u, v % 4u);
 }
 
 // Thread lid's share of unit u's tiles, loaded a step ahead into registers (staged by the next step):
-// the weight unit of virtual row lid (threads 0..63), and x of token lid / 4, columns 8 (lid % 4)..+8.
+// the weight unit of virtual row lid (threads 0..VR-1), and x of token lid / 4, columns 8 (lid % 4)..+8.
 fn load_w(rt: u32, lid: u32, u: u32) -> array<f32, 32> {
   var v = array<f32, 32>();  // explicit zeros (see attention_flash.wgsl's scores)
   let r = real_row(rt, lid);
-  if (lid < 64u && r < ROWS) {
-    let up = GATED && lid >= 32u;
+  if (lid < VR && r < ROWS) {
+    let up = GATED && lid >= VR / 2u;
     v = w_unit((r + select(0u, ROWS, up)) * w_row_bytes(), u);
   }
   return v;
@@ -64,7 +71,7 @@ fn load_x(t0: u32, lid: u32, u: u32, n_tokens: u32) -> array<f32, 8> {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let rows_per_tile = select(64u, 32u, GATED);
+  let rows_per_tile = select(VR, VR / 2u, GATED);
   let row_tiles = (ROWS + rows_per_tile - 1u) / rows_per_tile;
   let ks = flat_group(wid, nwg) % KSPLIT;  // neighbouring groups: the same tile, other K ranges
   let g = flat_group(wid, nwg) / KSPLIT;
@@ -73,16 +80,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (t0 >= step.n_tokens) { return; }
   let tr = micro_tile(lid).x;  // row group (gemm_store.wgsl)
   let tt = micro_tile(lid).y;  // token lane: tokens tt, tt + 16, tt + 32, tt + 48
-  var acc: array<vec4f, 4>;  // [row j][token m]
+  var acc: array<vec4f, ACC_LEN>;  // [row j][token m]
   let units = (COLS + 31u) / 32u;
   let u_end = (ks + 1u) * units / KSPLIT;
   let u_begin = ks * units / KSPLIT;
   var wv = load_w(rt, lid, u_begin);
   var xv = load_x(t0, lid, u_begin, step.n_tokens);
   for (var u = u_begin; u < u_end; u++) {
-    if (lid < 64u) {  // weight tile: one 32-element unit per virtual row
+    if (lid < VR) {  // weight tile: one 32-element unit per virtual row
       let slot = ws_slot(lid);
-      for (var k = 0u; k < 32u; k++) { ws[k * 16u + slot.x][slot.y] = wv[k]; }
+      for (var k = 0u; k < 32u; k++) { ws[k * 16u * RQ + slot.x][slot.y] = wv[k]; }
     }
     {  // x tile: 64 tokens x 32 columns, 8 per thread
       let t = lid / 4u;
@@ -95,12 +102,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       xv = load_x(t0, lid, u + 1u, step.n_tokens);
     }
     for (var k = 0u; k < 32u; k++) {
-      let wr = ws[k * 16u + tr];
       let xt = xs[k * 16u + tt];
-      acc[0] += wr.x * xt;
-      acc[1] += wr.y * xt;
-      acc[2] += wr.z * xt;
-      acc[3] += wr.w * xt;
+      for (var q = 0u; q < RQ; q++) {
+        let wr = ws[(k * 16u + tr) * RQ + q];
+        acc[4u * q] += wr.x * xt;
+        acc[4u * q + 1u] += wr.y * xt;
+        acc[4u * q + 2u] += wr.z * xt;
+        acc[4u * q + 3u] += wr.w * xt;
+      }
     }
     workgroupBarrier();
   }

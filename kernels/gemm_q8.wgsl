@@ -16,6 +16,8 @@ override Y_STRIDE: u32 = 0u;  // floats between tokens in y (0: ROWS)
 override Y_OFFSET: u32 = 0u;
 override GATED: bool = false;
 override KSPLIT: u32 = 1u;    // groups per tile along K, as in gemm.wgsl (partials for gemm_reduce.wgsl)
+const RQ = 1u;                // a 4 x 4 micro-tile (gemm_store.wgsl)
+const ACC_LEN = 4u;
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<vec4u>;  // 16-byte words: aligned loads of 4 words are one load

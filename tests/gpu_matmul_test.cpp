@@ -157,6 +157,40 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, SplitKTest,
                                            GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
+// gemm.wgsl has two micro-tiles: 8 rows x 4 tokens (RQ 2, 128-row tiles) where 24 KB of workgroup
+// memory fit, as on lavapipe, which the cases above run, and 4 x 4 (RQ 1) on devices at WebGPU's
+// 16 KB floor. The narrow one, forced, against the CPU: plain and gated, rows past a tile, tokens
+// past a token tile, split-K.
+TEST(Kernels, NarrowGemmTilesMatchCpu) {
+  gpu::Kernels k(device());
+  {
+    Graph g;
+    gpu::Buffer step = step_buffer(0, 1);
+    EXPECT_EQ(GraphBuilder(k, g, step).gemm_rq(), device().limits().maxComputeWorkgroupStorageSize >= 24576 ? 2u : 1u);
+  }
+  for (GgmlType t : {GgmlType::F16, GgmlType::Q4_0}) {
+    EncodedMatrix w(t, 70, 256, 81), gate(t, 38, 256, 82), up(t, 38, 256, 83);
+    Matrix plain = upload_matrix(device(), "test.w", {&w.view});
+    Matrix gated = upload_gated(device(), "test.gate_up", gate.view, up.view);
+    for (uint32_t T : {35u, 67u}) {
+      std::vector<float> x = random_vec((size_t)T * 256, 84 + T);
+      gpu::Buffer xb = upload("test.x", x), step = step_buffer(0, T);
+      gpu::Buffer scratch = nan_buffer("test.gemm_part", 4 * GraphBuilder::kSplitMaxTokens * 76);
+      for (bool is_gated : {false, true}) {
+        const std::vector<float> want = is_gated ? ref::gated_matmul(gate.ref(), up.ref(), x) : ref::matmul(w.ref(), x);
+        gpu::Buffer y = nan_buffer("test.y", want.size());
+        Graph g;
+        GraphBuilder b(k, g, step);
+        b.force_gemm_rq(1);
+        if (T <= GraphBuilder::kSplitMaxTokens) b.use_split_k(scratch, GraphBuilder::kSplitMaxTokens, 4);
+        b.matmul(y, xb, is_gated ? gated : plain);
+        run(g, 0, T);
+        EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << (is_gated ? " gated" : " plain") << " T=" << T;
+      }
+    }
+  }
+}
+
 // Two parts (mixed types, as a mixed QKV) share one scratch: part b's split must not see part a's
 // partials, and each reduce writes its rows at its Y_OFFSET within rows of the full width. Passes
 // longer than the split's limit fall back to the unsplit GEMM.

@@ -15,6 +15,7 @@ namespace ztvm {
 // Qwen3-4B 35-token prompt (its 304-tile gate|up now splits too) and by 1.5% on Llama-3.2-1B.
 static constexpr uint32_t kSplitBelowTiles = 528, kSplitGroups = 2048, kSplitMinUnits = 4, kSplitMaxK = 32;
 static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
+static constexpr uint32_t kGemmWideBytes = 128 * 32 * 4 + 64 * 32 * 4;  // gemm.wgsl's tiles at RQ 2
 // gemm_q8.wgsl's workgroup memory per unit of a step: 64 weight units and 64 x units of 40 bytes.
 static constexpr uint32_t kGemmQ8StepBytes = 64 * 40 + 64 * 40;
 // A decode matvec that makes its x from the residual step (x_q8_norm.wgsl) serves kNormRows rows per
@@ -253,6 +254,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
     if (w.gated) c["GATED"] = 1;
     const uint32_t row_tiles = (p.rows + (w.gated ? 31 : 63)) / (w.gated ? 32 : 64);
+    const uint32_t rq = gemm_rq();  // the float GEMM's tiles: 64 rq virtual rows
+    const uint32_t gemm_row_tiles = (p.rows + (w.gated ? 32 : 64) * rq - 1) / ((w.gated ? 32 : 64) * rq);
     const bool int8_x = q8 && q8_x_type(p.type);
     const std::string snippet = weight_snippet(p.type);
     if (int8_x && q8_gemm_ && q8_max > kQ8MatvecMaxTokens) {  // long passes: the int8 GEMM
@@ -264,8 +267,10 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       add(key, {y, *xq_, p.buf, *xs_, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
       if (split_scratch_) add_q8_split_k(y, p, w, key, row_tiles, q8_max);
     } else {
-      add({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
-      if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
+      std::map<std::string, double> fc = c;
+      fc["RQ"] = rq;
+      add({"gemm", {{"WEIGHT", snippet}}, fc}, {y, x, p.buf, *step_}, Grid::GemmTiles, gemm_row_tiles, 0, p.buf.size());
+      if (split_scratch_ && !one_token) add_split_k(y, x, p, w, fc, gemm_row_tiles);
     }
     // Decode: the matvec kernel. Quantized weights need int8 x for it (use_q8_x); without, their
     // one-token passes run the GEMM.
@@ -410,6 +415,14 @@ uint64_t GraphBuilder::split_k_scratch_bytes(uint32_t max_tokens) {
   return (uint64_t)kSplitGroups * kGemmTileVirtualRows * max_tokens * 4;
 }
 
+// gemm.wgsl's micro-tile: 8 rows x 4 tokens (RQ 2) where its 24 KB of workgroup memory fit (every
+// desktop GPU; WebGPU's floor is 16 KB), else 4 x 4. On the H200 the 8 x 4 tile took F16 prefill
+// from ~40% of the Q4_0 rate to ... (bench/EXPERIMENTS.md).
+uint32_t GraphBuilder::gemm_rq() const {
+  if (gemm_rq_force_) return gemm_rq_force_;
+  return k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmWideBytes ? 2 : 1;
+}
+
 uint32_t GraphBuilder::choose_ksplit(uint32_t row_tiles, uint32_t units) {
   if (row_tiles >= kSplitBelowTiles) return 1;
   return std::max(1u, std::min({kSplitMaxK, kSplitGroups / row_tiles, units / kSplitMinUnits}));
@@ -419,7 +432,9 @@ uint32_t GraphBuilder::choose_ksplit(uint32_t row_tiles, uint32_t units) {
 void GraphBuilder::add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                                const std::map<std::string, double>& gemm_constants, uint32_t row_tiles) {
   const uint32_t units = (w.cols + 31) / 32;
-  const uint32_t ksplit = std::min(split_force_ ? split_force_ : choose_ksplit(row_tiles, units), units);
+  // Counted in 64-row tiles, so that ksplit x virtual rows stays within split_k_scratch_bytes.
+  const uint32_t rq = (uint32_t)gemm_constants.at("RQ");
+  const uint32_t ksplit = std::min(split_force_ ? split_force_ : choose_ksplit(row_tiles * rq, units), units);
   if (ksplit < 2) return;
   const uint64_t vrows = w.gated ? 2ull * p.rows : p.rows;
   const uint64_t need = ksplit * (uint64_t)split_max_ * vrows * 4;

@@ -188,6 +188,9 @@ class GraphBuilder {
   // Tests: flash attention steps of `tile` positions where they fit, whatever the head size.
   void force_flash_tile(uint32_t tile) { flash_tile_force_ = tile; }
   void force_flash_halves(uint32_t halves) { flash_halves_force_ = halves; }
+  // Tests: gemm.wgsl's row quads per thread (1 or 2) whatever the workgroup memory.
+  void force_gemm_rq(uint32_t rq) { gemm_rq_force_ = rq; }
+  uint32_t gemm_rq() const;
   void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
   void add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, const gpu::KernelKey& key,
                       uint32_t row_tiles, uint32_t max_tokens);
@@ -233,6 +236,7 @@ class GraphBuilder {
   uint32_t split_max_ = 0, split_force_ = 0;
   uint32_t flash_tile_force_ = 0;
   uint32_t flash_halves_force_ = 0;
+  uint32_t gemm_rq_force_ = 0;
   const gpu::Buffer* xq_ = nullptr;
   const gpu::Buffer* xs_ = nullptr;
   uint32_t q8_max_ = 1, q8_tt_ = 8, q8_rpl_ = 1, q8_lanes_ = 16;
