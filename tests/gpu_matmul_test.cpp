@@ -157,38 +157,46 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, SplitKTest,
                                            GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
-// gemm.wgsl has two micro-tiles: 8 rows x 4 tokens (RQ 2, 128-row tiles) where 24 KB of workgroup
-// memory fit, as on lavapipe, which the cases above run, and 4 x 4 (RQ 1) on devices at WebGPU's
-// 16 KB floor. The narrow one, forced, against the CPU: plain and gated, rows past a tile, tokens
-// past a token tile, split-K.
-TEST(Kernels, NarrowGemmTilesMatchCpu) {
+// gemm.wgsl's 8 x 4 micro-tile (RQ 2, 128-row tiles), which the rule below gives only large grids,
+// forced on every unsplit pass and checked against the CPU: plain and gated, rows past a tile, tokens
+// past a token tile, 4 and 8 tiles of 128 rows.
+TEST(Kernels, WideGemmTilesMatchCpu) {
+  if (device().limits().maxComputeWorkgroupStorageSize < 24576) GTEST_SKIP() << "the 8 x 4 tiles need 24 KB of workgroup memory";
   gpu::Kernels k(device());
-  {
-    Graph g;
-    gpu::Buffer step = step_buffer(0, 1);
-    EXPECT_EQ(GraphBuilder(k, g, step).gemm_rq(), device().limits().maxComputeWorkgroupStorageSize >= 24576 ? 2u : 1u);
-  }
-  for (GgmlType t : {GgmlType::F16, GgmlType::Q4_0}) {
-    EncodedMatrix w(t, 70, 256, 81), gate(t, 38, 256, 82), up(t, 38, 256, 83);
+  for (GgmlType t : {GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0}) {
+    EncodedMatrix w(t, 200, 256, 81), gate(t, 70, 256, 82), up(t, 70, 256, 83);
     Matrix plain = upload_matrix(device(), "test.w", {&w.view});
     Matrix gated = upload_gated(device(), "test.gate_up", gate.view, up.view);
     for (uint32_t T : {35u, 67u}) {
       std::vector<float> x = random_vec((size_t)T * 256, 84 + T);
       gpu::Buffer xb = upload("test.x", x), step = step_buffer(0, T);
-      gpu::Buffer scratch = nan_buffer("test.gemm_part", 4 * GraphBuilder::kSplitMaxTokens * 76);
       for (bool is_gated : {false, true}) {
         const std::vector<float> want = is_gated ? ref::gated_matmul(gate.ref(), up.ref(), x) : ref::matmul(w.ref(), x);
         gpu::Buffer y = nan_buffer("test.y", want.size());
         Graph g;
         GraphBuilder b(k, g, step);
-        b.force_gemm_rq(1);
-        if (T <= GraphBuilder::kSplitMaxTokens) b.use_split_k(scratch, GraphBuilder::kSplitMaxTokens, 4);
+        b.force_gemm_wide(2);
         b.matmul(y, xb, is_gated ? gated : plain);
+        ASSERT_EQ(g.ops.size(), 1u);
+        ASSERT_NE(g.ops[0].wide, nullptr);
+        EXPECT_EQ(g.ops[0].wide_a, 2u);
         run(g, 0, T);
         EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << (is_gated ? " gated" : " plain") << " T=" << T;
       }
     }
   }
+}
+
+TEST(Kernels, WideGemmRuleKeepsTheWavesFull) {
+  // Qwen3-4B at 1,024 tokens: qkv (96 / 48 tiles) and gate|up (304 / 152) wide; attn_output and
+  // ffn_down (40 / 20: 640 narrow workgroups fill 81% of three waves, 320 wide ones 61% of two) narrow.
+  EXPECT_TRUE(GraphBuilder::gemm_wide_pays(96, 48, 1024));
+  EXPECT_TRUE(GraphBuilder::gemm_wide_pays(304, 152, 1024));
+  EXPECT_FALSE(GraphBuilder::gemm_wide_pays(40, 20, 1024));
+  EXPECT_TRUE(GraphBuilder::gemm_wide_pays(40, 20, 512));  // 61% either way
+  // Llama-3.2-1B at 1,024: qkv (48 / 24: 97% against 73%) narrow; attn_output and ffn_down wide.
+  EXPECT_FALSE(GraphBuilder::gemm_wide_pays(48, 24, 1024));
+  EXPECT_TRUE(GraphBuilder::gemm_wide_pays(32, 16, 1024));
 }
 
 // Two parts (mixed types, as a mixed QKV) share one scratch: part b's split must not see part a's

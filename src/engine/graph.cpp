@@ -16,6 +16,7 @@ namespace ztvm {
 static constexpr uint32_t kSplitBelowTiles = 528, kSplitGroups = 2048, kSplitMinUnits = 4, kSplitMaxK = 32;
 static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
 static constexpr uint32_t kGemmWideBytes = 128 * 32 * 4 + 64 * 32 * 4;  // gemm.wgsl's tiles at RQ 2
+static constexpr double kGemmWideGain = 1.12;  // a wide workgroup's speed over two narrow ones' (H200)
 // gemm_q8.wgsl's workgroup memory per unit of a step: 64 weight units and 64 x units of 40 bytes.
 static constexpr uint32_t kGemmQ8StepBytes = 64 * 40 + 64 * 40;
 // A decode matvec that makes its x from the residual step (x_q8_norm.wgsl) serves kNormRows rows per
@@ -82,7 +83,13 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool em
     switch (d.grid) {
       case Grid::Fixed: break;
       case Grid::PerToken: groups = d.a * n_tokens; break;
-      case Grid::GemmTiles: groups = d.a * tiles; break;
+      case Grid::GemmTiles:
+        if (d.wide && (d.wide_always || GraphBuilder::gemm_wide_pays(d.a, d.wide_a, n_tokens))) {
+          rec.dispatch(*d.wide, d.wide_group, d.wide_a * tiles, 1, d.wide_role, d.bytes);
+          continue;
+        }
+        groups = d.a * tiles;
+        break;
       case Grid::AttentionSplits: {
         const uint32_t span = attention_split(d.b, pos0 + n_tokens, n_tokens);
         const uint32_t splits = (pos0 + n_tokens + span - 1) / span;
@@ -254,8 +261,6 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
     if (w.gated) c["GATED"] = 1;
     const uint32_t row_tiles = (p.rows + (w.gated ? 31 : 63)) / (w.gated ? 32 : 64);
-    const uint32_t rq = gemm_rq();  // the float GEMM's tiles: 64 rq virtual rows
-    const uint32_t gemm_row_tiles = (p.rows + (w.gated ? 32 : 64) * rq - 1) / ((w.gated ? 32 : 64) * rq);
     const bool int8_x = q8 && q8_x_type(p.type);
     const std::string snippet = weight_snippet(p.type);
     if (int8_x && q8_gemm_ && q8_max > kQ8MatvecMaxTokens) {  // long passes: the int8 GEMM
@@ -267,10 +272,9 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       add(key, {y, *xq_, p.buf, *xs_, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
       if (split_scratch_) add_q8_split_k(y, p, w, key, row_tiles, q8_max);
     } else {
-      std::map<std::string, double> fc = c;
-      fc["RQ"] = rq;
-      add({"gemm", {{"WEIGHT", snippet}}, fc}, {y, x, p.buf, *step_}, Grid::GemmTiles, gemm_row_tiles, 0, p.buf.size());
-      if (split_scratch_ && !one_token) add_split_k(y, x, p, w, fc, gemm_row_tiles);
+      add({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
+      if (!one_token) add_gemm_wide(y, x, p, w, c);
+      if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
     }
     // Decode: the matvec kernel. Quantized weights need int8 x for it (use_q8_x); without, their
     // one-token passes run the GEMM.
@@ -415,12 +419,30 @@ uint64_t GraphBuilder::split_k_scratch_bytes(uint32_t max_tokens) {
   return (uint64_t)kSplitGroups * kGemmTileVirtualRows * max_tokens * 4;
 }
 
-// gemm.wgsl's micro-tile: 8 rows x 4 tokens (RQ 2) where its 24 KB of workgroup memory fit (every
-// desktop GPU; WebGPU's floor is 16 KB), else 4 x 4. On the H200 the 8 x 4 tile took F16 prefill
-// from ~40% of the Q4_0 rate to ... (bench/EXPERIMENTS.md).
-uint32_t GraphBuilder::gemm_rq() const {
-  if (gemm_rq_force_) return gemm_rq_force_;
-  return k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmWideBytes ? 2 : 1;
+// gemm.wgsl's 8 x 4 micro-tile (RQ 2: 128-row tiles, 24 KB of workgroup memory, where the device
+// has it) beside the 4 x 4 one, for the passes where its grid fills the GPU's waves about as well
+// (gemm_wide_pays). On the H200 a workgroup of it does a tile's work ~12% faster, but a grid of half
+// as many workgroups can leave more of the last wave idle: Qwen3-4B's 2,560-row attn_output and
+// ffn_down at 1,024 tokens are 640 narrow workgroups (81% of three waves) or 320 wide ones (61% of
+// two), and took the wide tiles 5.6% slower over the pass (bench/EXPERIMENTS.md).
+void GraphBuilder::add_gemm_wide(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
+                                 const std::map<std::string, double>& gemm_constants) {
+  if (gemm_wide_force_ == 1 || k_.device().limits().maxComputeWorkgroupStorageSize < kGemmWideBytes) return;
+  std::map<std::string, double> c = gemm_constants;
+  c["RQ"] = 2;
+  const gpu::Pipeline& wide = k_.get({"gemm", {{"WEIGHT", weight_snippet(p.type)}}, c});
+  Dispatch& d = g_.ops.back();
+  d.wide = &wide;
+  d.wide_group = k_.device().bind(wide, {y, x, p.buf, *step_}, "gemm_wide:" + y.label());
+  d.wide_a = (p.rows + (w.gated ? 63 : 127)) / (w.gated ? 64 : 128);
+  d.wide_always = gemm_wide_force_ == 2;
+  d.wide_role = d.role + "_wide";
+}
+
+bool GraphBuilder::gemm_wide_pays(uint32_t narrow_tiles, uint32_t wide_tiles, uint32_t tokens) {
+  const uint64_t t = (tokens + 63) / 64;
+  auto filled = [](uint64_t g) { return (double)g / (((g + kQ8GemmSlots - 1) / kQ8GemmSlots) * kQ8GemmSlots); };
+  return filled(wide_tiles * t) * kGemmWideGain >= filled(narrow_tiles * t);
 }
 
 uint32_t GraphBuilder::choose_ksplit(uint32_t row_tiles, uint32_t units) {
@@ -432,9 +454,7 @@ uint32_t GraphBuilder::choose_ksplit(uint32_t row_tiles, uint32_t units) {
 void GraphBuilder::add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                                const std::map<std::string, double>& gemm_constants, uint32_t row_tiles) {
   const uint32_t units = (w.cols + 31) / 32;
-  // Counted in 64-row tiles, so that ksplit x virtual rows stays within split_k_scratch_bytes.
-  const uint32_t rq = (uint32_t)gemm_constants.at("RQ");
-  const uint32_t ksplit = std::min(split_force_ ? split_force_ : choose_ksplit(row_tiles * rq, units), units);
+  const uint32_t ksplit = std::min(split_force_ ? split_force_ : choose_ksplit(row_tiles, units), units);
   if (ksplit < 2) return;
   const uint64_t vrows = w.gated ? 2ull * p.rows : p.rows;
   const uint64_t need = ksplit * (uint64_t)split_max_ * vrows * 4;

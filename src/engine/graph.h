@@ -77,6 +77,13 @@ struct Dispatch {
   gpu::BindGroup reduce_group;
   uint32_t ksplit = 0, split_max = 0, reduce_blocks = 0;
   std::string split_role;
+  // gemm.wgsl with 128-row tiles (RQ 2, wide_a of them per token tile) for the unsplit passes where
+  // GraphBuilder::gemm_wide_pays, or every one (wide_always, tests).
+  const gpu::Pipeline* wide = nullptr;
+  gpu::BindGroup wide_group;
+  uint32_t wide_a = 0;
+  bool wide_always = false;
+  std::string wide_role;
   // flash_split: the pass runs flash attention over splits (flash_split_span), which needs the combine.
   Variant variant(uint32_t n_tokens, bool flash_split = false) const;
   // Attention's variant with up to 4 query heads of a KV head and blocked_tq tokens per workgroup, for
@@ -188,10 +195,15 @@ class GraphBuilder {
   // Tests: flash attention steps of `tile` positions where they fit, whatever the head size.
   void force_flash_tile(uint32_t tile) { flash_tile_force_ = tile; }
   void force_flash_halves(uint32_t halves) { flash_halves_force_ = halves; }
-  // Tests: gemm.wgsl's row quads per thread (1 or 2) whatever the workgroup memory.
-  void force_gemm_rq(uint32_t rq) { gemm_rq_force_ = rq; }
-  uint32_t gemm_rq() const;
+  // gemm.wgsl's 8 x 4 micro-tile for a pass of `tokens` tokens of a matrix of narrow_tiles 64-row
+  // tiles or wide_tiles 128-row ones (gate|up: 32 and 64 rows of each): whether its grid fills the
+  // GPU's waves (kQ8GemmSlots) within kGemmWideGain of the narrow one's.
+  static bool gemm_wide_pays(uint32_t narrow_tiles, uint32_t wide_tiles, uint32_t tokens);
+  // Tests: 1 never the 8 x 4 micro-tile, 2 in every pass that runs the unsplit GEMM (where it fits).
+  void force_gemm_wide(uint32_t mode) { gemm_wide_force_ = mode; }
   void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
+  void add_gemm_wide(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
+                     const std::map<std::string, double>& gemm_constants);
   void add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, const gpu::KernelKey& key,
                       uint32_t row_tiles, uint32_t max_tokens);
 
@@ -236,7 +248,7 @@ class GraphBuilder {
   uint32_t split_max_ = 0, split_force_ = 0;
   uint32_t flash_tile_force_ = 0;
   uint32_t flash_halves_force_ = 0;
-  uint32_t gemm_rq_force_ = 0;
+  uint32_t gemm_wide_force_ = 0;
   const gpu::Buffer* xq_ = nullptr;
   const gpu::Buffer* xs_ = nullptr;
   uint32_t q8_max_ = 1, q8_tt_ = 8, q8_rpl_ = 1, q8_lanes_ = 16;
