@@ -1,9 +1,9 @@
 // Prefill y[t, Y_OFFSET + r] = W[r] . x[t] for a chunk of tokens: a tiled GEMM. A workgroup owns
 // 64 RQ (virtual) rows x 64 tokens; per 32-column step it dequantizes the weight tile once into
 // workgroup memory (WEIGHT snippet), loads the x tile beside it (both a step ahead, into registers),
-// and each of its 256 threads accumulates a 4 RQ rows x 4 tokens micro-tile in registers. RQ 2 (8 x 4,
-// where workgroup memory holds the 24 KB) feeds 32 FMAs per three 16-byte workgroup-memory loads
-// instead of 16 per two, which on the H200 bound the 4 x 4 kernel as much as its FMAs did. GATED: the
+// and each of its 256 threads accumulates a 4 RQ rows x 4 tokens micro-tile in registers. TILE sets
+// RQ: gemm_rq1 (4 x 4), or gemm_rq2 (8 x 4, 24 KB of workgroup memory), which feeds 32 FMAs per three
+// 16-byte workgroup-memory loads instead of 16 per two (GraphBuilder::add_gemm_wide). GATED: the
 // 64 RQ virtual rows are 32 RQ gate rows then the same up rows, and the thread writes silu(gate) * up
 // for its 2 RQ real rows.
 // Split-K (KSPLIT > 1), for short passes whose grid is too small to fill the GPU: KSPLIT groups share
@@ -11,6 +11,7 @@
 // sums in the scratch bound as `y` (layout below); gemm_reduce.wgsl adds them up and writes y.
 //!include common
 //!include WEIGHT
+//!include TILE gemm_rq1
 //!include gemm_store
 
 override ROWS: u32;           // output rows (per half when GATED)
@@ -19,9 +20,7 @@ override Y_STRIDE: u32 = 0u;  // floats between tokens in y (0: ROWS)
 override Y_OFFSET: u32 = 0u;
 override GATED: bool = false;
 override KSPLIT: u32 = 1u;    // groups per tile along K; 1: this kernel writes y itself
-override RQ: u32 = 1u;        // row quads per thread: 1 (64-row tiles, 16 KB) or 2 (128 rows, 24 KB)
-override VR: u32 = 64u * RQ;  // virtual rows per tile
-const ACC_LEN = 8u;           // rows of the micro-tile, at most (4 RQ used)
+const VR = 64u * RQ;  // virtual rows per tile
 
 // With KSPLIT > 1, y is the partials scratch (gemm_store.wgsl's store_partial).
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;

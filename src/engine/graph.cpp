@@ -428,9 +428,7 @@ uint64_t GraphBuilder::split_k_scratch_bytes(uint32_t max_tokens) {
 void GraphBuilder::add_gemm_wide(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                                  const std::map<std::string, double>& gemm_constants) {
   if (gemm_wide_force_ == 1 || k_.device().limits().maxComputeWorkgroupStorageSize < kGemmWideBytes) return;
-  std::map<std::string, double> c = gemm_constants;
-  c["RQ"] = 2;
-  const gpu::Pipeline& wide = k_.get({"gemm", {{"WEIGHT", weight_snippet(p.type)}}, c});
+  const gpu::Pipeline& wide = k_.get({"gemm", {{"WEIGHT", weight_snippet(p.type)}, {"TILE", "gemm_rq2"}}, gemm_constants});
   Dispatch& d = g_.ops.back();
   d.wide = &wide;
   d.wide_group = k_.device().bind(wide, {y, x, p.buf, *step_}, "gemm_wide:" + y.label());
