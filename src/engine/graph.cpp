@@ -424,7 +424,8 @@ uint64_t GraphBuilder::split_k_scratch_bytes(uint32_t max_tokens) {
 // (gemm_wide_pays). On the H200 a workgroup of it does a tile's work ~12% faster, but a grid of half
 // as many workgroups can leave more of the last wave idle: Qwen3-4B's 2,560-row attn_output and
 // ffn_down at 1,024 tokens are 640 narrow workgroups (81% of three waves) or 320 wide ones (61% of
-// two), and took the wide tiles 5.6% slower over the pass (bench/EXPERIMENTS.md).
+// two), and took the wide tiles 5.6% slower over the pass. With this rule: F16 prefill at 1,024
+// tokens +9.9% (Llama-3.2-1B) and +3.1% (Qwen3-4B), 512 tokens +5.0% / +0.5% (bench/EXPERIMENTS.md).
 void GraphBuilder::add_gemm_wide(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                                  const std::map<std::string, double>& gemm_constants) {
   if (gemm_wide_force_ == 1 || k_.device().limits().maxComputeWorkgroupStorageSize < kGemmWideBytes) return;
