@@ -17,6 +17,7 @@ static constexpr uint32_t kSplitBelowTiles = 528, kSplitGroups = 2048, kSplitMin
 static constexpr uint32_t kGemmTileVirtualRows = 64, kReduceRows = 256;
 static constexpr uint32_t kGemmWideBytes = 128 * 32 * 4 + 64 * 32 * 4;  // gemm.wgsl's tiles at RQ 2
 static constexpr double kGemmWideGain = 1.12;  // a wide workgroup's speed over two narrow ones' (H200)
+static constexpr uint32_t kGemmWideMaxTokens = 4096;  // the longest pass (--chunk's limit)
 // gemm_q8.wgsl's workgroup memory per unit of a step: 64 weight units and 64 x units of 40 bytes.
 static constexpr uint32_t kGemmQ8StepBytes = 64 * 40 + 64 * 40;
 // A decode matvec that makes its x from the residual step (x_q8_norm.wgsl) serves kNormRows rows per
@@ -428,13 +429,16 @@ uint64_t GraphBuilder::split_k_scratch_bytes(uint32_t max_tokens) {
 // tokens +9.9% (Llama-3.2-1B) and +3.1% (Qwen3-4B), 512 tokens +5.0% / +0.5% (bench/EXPERIMENTS.md).
 void GraphBuilder::add_gemm_wide(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                                  const std::map<std::string, double>& gemm_constants) {
-  if (gemm_wide_force_ == 1 || k_.device().limits().maxComputeWorkgroupStorageSize < kGemmWideBytes) return;
-  const gpu::Pipeline& wide = k_.get({"gemm", {{"WEIGHT", weight_snippet(p.type)}, {"TILE", "gemm_rq2"}}, gemm_constants});
+  if (k_.device().limits().maxComputeWorkgroupStorageSize < kGemmWideBytes) return;
   Dispatch& d = g_.ops.back();
-  d.wide = &wide;
-  d.wide_group = k_.device().bind(wide, {y, x, p.buf, *step_}, "gemm_wide:" + y.label());
-  d.wide_a = (p.rows + (w.gated ? 63 : 127)) / (w.gated ? 64 : 128);
-  d.wide_always = gemm_wide_force_ == 2;
+  const uint32_t wide_a = (p.rows + (w.gated ? 63 : 127)) / (w.gated ? 64 : 128);
+  bool pays = gemm_wide_force_;  // no pipeline where no pass would run it (small matrices)
+  for (uint32_t t = 64; t <= kGemmWideMaxTokens && !pays; t += 64) pays = gemm_wide_pays(d.a, wide_a, t);
+  if (!pays) return;
+  d.wide = &k_.get({"gemm", {{"WEIGHT", weight_snippet(p.type)}, {"TILE", "gemm_rq2"}}, gemm_constants});
+  d.wide_group = k_.device().bind(*d.wide, {y, x, p.buf, *step_}, "gemm_wide:" + y.label());
+  d.wide_a = wide_a;
+  d.wide_always = gemm_wide_force_;
   d.wide_role = d.role + "_wide";
 }
 

@@ -199,8 +199,8 @@ class GraphBuilder {
   // tiles or wide_tiles 128-row ones (gate|up: 32 and 64 rows of each): whether its grid fills the
   // GPU's waves (kQ8GemmSlots) within kGemmWideGain of the narrow one's.
   static bool gemm_wide_pays(uint32_t narrow_tiles, uint32_t wide_tiles, uint32_t tokens);
-  // Tests: 1 never the 8 x 4 micro-tile, 2 in every pass that runs the unsplit GEMM (where it fits).
-  void force_gemm_wide(uint32_t mode) { gemm_wide_force_ = mode; }
+  // Tests: the 8 x 4 micro-tile in every pass that runs the unsplit GEMM (where it fits).
+  void force_gemm_wide() { gemm_wide_force_ = true; }
   void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
   void add_gemm_wide(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                      const std::map<std::string, double>& gemm_constants);
@@ -248,7 +248,7 @@ class GraphBuilder {
   uint32_t split_max_ = 0, split_force_ = 0;
   uint32_t flash_tile_force_ = 0;
   uint32_t flash_halves_force_ = 0;
-  uint32_t gemm_wide_force_ = 0;
+  bool gemm_wide_force_ = false;
   const gpu::Buffer* xq_ = nullptr;
   const gpu::Buffer* xs_ = nullptr;
   uint32_t q8_max_ = 1, q8_tt_ = 8, q8_rpl_ = 1, q8_lanes_ = 16;
