@@ -9,6 +9,7 @@
 //!include x_q8
 //!include DOT
 //!include gemm_store
+//!include HOUT h_out_f32
 
 override ROWS: u32;           // output rows (per half when GATED)
 override COLS: u32;           // input width, a multiple of 32
@@ -170,6 +171,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
     workgroupBarrier();
+  }
+  if (H_Q8) {  // int8 units of h for the next GEMM (h_out_q8.wgsl)
+    store_h_q8(&acc, rt, tr, tt, t0, n_tokens, lid);
+    return;
   }
   for (var m = 0u; m < 4u; m++) {
     let t = t0 + tt + 16u * m;

@@ -12,3 +12,7 @@ fn store_q8(u: u32, v: ptr<function, array<vec4f, 8>>) {
   xq[2u * u + 1u] = q.hi;
   xs[u] = q.ds;
 }
+// Kernels that spread a unit over 8 threads (add_rmsnorm.wgsl): word k (elements 4k..4k+3) of unit u,
+// and the unit's (d, sum of q).
+fn store_q8_word(u: u32, k: u32, w: u32) { xq[2u * u + k / 4u][k % 4u] = w; }
+fn store_q8_ds(u: u32, ds: vec2f) { xs[u] = ds; }

@@ -447,3 +447,47 @@ TEST_P(Int8GemmTest, PlainAndGatedMatchCpuTwin) {
 INSTANTIATE_TEST_SUITE_P(QuantTypes, Int8GemmTest,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
+
+// The FFN's long passes with use_q8_h: the gated GEMM stores h as int8 units itself (h_out_q8.wgsl),
+// the quantize_q8 of h is skipped and the GEMM on h reads them. Shorter passes keep f32 h and the
+// quantize. The units must be exactly those of the unfused path (same f32 h, same rounding).
+TEST(Int8Gemm, GatedStoresUnitsForDownInLongPasses) {
+  gpu::Kernels k(device());
+  const uint32_t d = 256, ff = 512, out = 96, max_tokens = 130;
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K}) {
+    EncodedMatrix gate(t, ff, d, 81), up(t, ff, d, 82), down(GgmlType::Q6_K, out, ff, 83);
+    Matrix gu = upload_gated(device(), "test.gate_up", gate.view, up.view);
+    Matrix dn = upload_matrix(device(), "test.down", {&down.view});
+    gpu::Buffer xq = device().buffer("test.xq", max_tokens * ff), xs = device().buffer("test.xs", max_tokens * ff / 32 * 8);
+    gpu::Buffer hq = device().buffer("test.hq", max_tokens * ff), hs = device().buffer("test.hs", max_tokens * ff / 32 * 8);
+    for (uint32_t T : {35u, 65u, 130u}) {
+      std::vector<float> x = random_vec((size_t)T * d, 84 + T);
+      gpu::Buffer xb = upload("test.x", x), h = device().buffer("test.h", (size_t)T * ff * 4);
+      gpu::Buffer y = device().buffer("test.y", (size_t)T * out * 4);
+      gpu::Buffer step = step_buffer(0, T);
+      Graph g;
+      GraphBuilder b(k, g, step);
+      b.use_q8_x(xq, xs, max_tokens);
+      b.use_q8_gemm(true);
+      b.use_q8_h(hq, hs);
+      b.matmul(h, xb, gu);
+      b.matmul(y, h, dn);
+      ASSERT_EQ(g.ops.size(), 4u);  // quantize x, gate|up, quantize h, down
+      ASSERT_NE(g.ops[1].long_main, nullptr);
+      EXPECT_EQ(g.ops[1].long_min, 65u);  // past the token-group matvec
+      EXPECT_EQ(g.ops[1].long_main_role, std::string("gemm_q8_") + weight_snippet(t).substr(7) + "_hq8");
+      EXPECT_EQ(g.ops[2].variant(64), Variant::Single);
+      EXPECT_EQ(g.ops[2].variant(65), Variant::Skip);
+      EXPECT_EQ(g.ops[3].long_min, 65u);
+      run(g, 0, T);
+      const std::vector<float> got = read(y, (size_t)T * out);
+      const std::vector<float> hh = ref::gated_matmul(gate.ref(), up.ref(), ref::quantize_q8(x));
+      EXPECT_LT(nmse(got, ref::matmul(down.ref(), ref::quantize_q8(hh))), 1e-8) << type_name(t) << " T=" << T;
+      if (T < 65) continue;
+      g.ops[1].long_main = g.ops[3].long_main = nullptr;  // the unfused path: f32 h, quantize_q8
+      g.ops[2].skip_min = 0;
+      run(g, 0, T);
+      EXPECT_EQ(read(y, (size_t)T * out), got) << type_name(t) << " T=" << T;
+    }
+  }
+}

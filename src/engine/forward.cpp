@@ -86,6 +86,10 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   const uint64_t widest = std::max({d, c.intermediate_size, nh * hd});  // the widest matvec input
   s_.xq = dev.buffer("state.xq", q8_tokens() * widest + 16);
   s_.xqs = dev.buffer("state.xqs", q8_tokens() * widest / 32 * 8 + 8);
+  if (kQ8Gemm) {
+    s_.hq = dev.buffer("state.hq", T * c.intermediate_size + 16);
+    s_.hqs = dev.buffer("state.hqs", T * c.intermediate_size / 32 * 8 + 8);
+  }
   s_.logits = dev.buffer("state.logits", (uint64_t)c.vocab_size * F);
   s_.argmax_part = dev.buffer("state.argmax_part", GraphBuilder::kArgmaxParts * 8);
   std::vector<float> rope = rope_table(c, max_context);
@@ -116,6 +120,7 @@ void Forward::build(Head head, Graph& graph) {
   g.use_split_k(s.gemm_part, split_tokens());                 // short chunks: split K on small matrices
   g.use_q8_x(s.xq, s.xqs, q8_tokens(), kQ8TokensPerGroup, kQ8RowsPerLane, kQ8Lanes);  // short passes: int8 x, matvec
   g.use_q8_gemm(kQ8Gemm);
+  if (kQ8Gemm) g.use_q8_h(s.hq, s.hqs);                    // long passes: gate|up stores h as int8 units for down
   g.use_rope_in_decode(kRopeInDecode);
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,

@@ -80,6 +80,7 @@ class Forward {
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
     gpu::Buffer zeros;                // [hidden] zeros: the first layer's norm as a residual step of x + 0
     gpu::Buffer xq, xqs;              // one token's matvec input as int8 units + (d, sum) per unit (graph.h)
+    gpu::Buffer hq, hqs;              // long passes: h as int8 units, stored by the gated GEMM (use_q8_h)
     gpu::Buffer logits;               // [vocab] the last token's, for the sampler
     gpu::Buffer logits_all;           // [logits_rows, vocab] every token's (Head::AllLogits, made on first use)
     gpu::Buffer argmax_part;          // argmax's per-workgroup (value, index) pairs

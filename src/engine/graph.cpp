@@ -48,6 +48,14 @@ Variant Dispatch::variant(uint32_t n_tokens, bool flash_split) const {
   return Variant::Main;
 }
 
+uint32_t Dispatch::main_min() const {
+  if (always_single || single_only) return UINT32_MAX;
+  uint32_t m = single ? single_max : 0;
+  if (few) m = std::max(m, few_max);
+  if (split) m = std::max(m, split_max);
+  return m + 1;
+}
+
 void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool embedded) const {
   const uint32_t tiles = (n_tokens + 63) / 64;
   for (const Dispatch& d : ops) {
@@ -85,6 +93,10 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool em
       case Grid::Fixed: break;
       case Grid::PerToken: groups = d.a * n_tokens; break;
       case Grid::GemmTiles:
+        if (d.long_main && n_tokens >= d.long_min) {
+          rec.dispatch(*d.long_main, d.long_main_group, d.a * tiles, 1, d.long_main_role, d.bytes);
+          continue;
+        }
         if (d.wide && (d.wide_always || GraphBuilder::gemm_wide_pays(d.a, d.wide_a, n_tokens))) {
           rec.dispatch(*d.wide, d.wide_group, d.wide_a * tiles, 1, d.wide_role, d.bytes);
           continue;
@@ -164,11 +176,12 @@ void GraphBuilder::rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu
 void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
                                const gpu::Buffer& w, uint32_t d, float eps) {
   if (d % 4 != 0) throw ModelError("hidden size " + std::to_string(d) + " is not a multiple of 4");
-  // About a thread per 32-element unit (a power of two, 32..256) rather than always 256, most of them
-  // idle on a 2048-wide stream (measured neutral on the H200, bench/EXPERIMENTS.md).
-  uint32_t wg = 32;
-  while (wg < 256 && wg < (d + 31) / 32) wg *= 2;
-  const gpu::KernelKey key{"add_rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}, {"WG", wg}}};
+  // A thread per quad up to 256 threads (a power of two), each keeping up to 4 quads in registers.
+  const uint32_t quads = d / 4;
+  uint32_t wg = 8;
+  while (wg < 256 && wg < quads) wg *= 2;
+  const uint32_t keep = std::min<uint32_t>(4, (quads + wg - 1) / wg);
+  const gpu::KernelKey key{"add_rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}, {"WG", wg}, {"KEEP", keep}}};
   add(key, {y, sum, a, b, w, *step_}, Grid::PerToken, 1);
   if (d % 32 == 0) q8_producer(y, key, {y, sum, a, b, w, *step_});
   norm_producer_.assign(1, NormProducer{g_.ops.size() - 1, &y, &sum, &a, &b, &w, d, eps});
@@ -236,6 +249,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
   const bool q8 = xq_ && w.cols % 32 == 0 &&
                   std::any_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
   const uint32_t q8_max = one_token ? 1 : q8_max_;  // the longest pass that reads int8 x
+  size_t quantize_op = SIZE_MAX;
   // Decode: the matvec makes x from the add_rmsnorm's inputs itself (x_q8_norm.wgsl), and one-token
   // passes skip that dispatch. Its workgroup memory holds 1.25 bytes per column. A matrix of parts of
   // several int8 types (a Q4_K_M QKV): the first part's matvec does, and also stores x's int8 units
@@ -255,8 +269,11 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       const bool through_copy = one_token && emit_q8_through_copy(x);
       add_quantize_q8(x, w.cols, one_token, q8_max);
       g_.ops.back().skip_one_token = from_matvec || through_copy;
+      quantize_op = g_.ops.size() - 1;
     }
   }
+  const std::vector<GatedGemm> gated_before = std::move(gated_gemm_);
+  gated_gemm_.clear();
   for (const MatrixPart& p : w.parts) {
     std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
@@ -272,6 +289,12 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       const gpu::KernelKey key{"gemm_q8", {{"WEIGHT", snippet}, {"DOT", "dotq8_" + snippet.substr(7)}}, gc};
       add(key, {y, *xq_, p.buf, *xs_, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
       if (split_scratch_) add_q8_split_k(y, p, w, key, row_tiles, q8_max);
+      if (hq_ && w.gated && w.parts.size() == 1 && p.rows % 32 == 0 && p.row0 == 0 && gc["UPS"] == 4 &&
+          (uint64_t)q8_max * p.rows <= std::min(hq_->size(), hs_->size() / 8 * 32)) {
+        gpu::KernelKey hkey = key;
+        hkey.includes["HOUT"] = "h_out_q8";
+        gated_gemm_.assign(1, GatedGemm{g_.ops.size() - 1, &y, p.rows, hkey, {y, *xq_, p.buf, *xs_, *step_, *hq_, *hs_}});
+      }
     } else {
       add({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
       if (!one_token) add_gemm_wide(y, x, p, w, c);
@@ -375,6 +398,33 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     if (int8_x && q8_max > 1) matvec(q8_rpl_, q8_tt_, "matvec_q8_tokens");
   }
   if (norm) g_.ops[norm->op].skip_one_token = true;
+  if (!one_token && !gated_before.empty() && gated_before[0].y == &x && quantize_op != SIZE_MAX) {
+    gated_gemm_ = gated_before;
+    fuse_q8_h(y, x, w, quantize_op);
+    gated_gemm_.clear();
+  }
+}
+
+// The matmul on h just added, after the gated GEMM that made h (gated_gemm_) and the quantize_q8 of
+// h: in the passes where both run their GEMMs (from the longer of their main_min), the gated one
+// stores h's int8 units in hq/hs, the quantize is skipped and this one reads them.
+void GraphBuilder::fuse_q8_h(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, size_t quantize_op) {
+  const GatedGemm& gg = gated_gemm_[0];
+  Dispatch& gated = g_.ops[gg.op];
+  Dispatch& down = g_.ops.back();
+  if (w.parts.size() != 1 || w.cols != gg.rows || quantize_op + 2 != g_.ops.size() || gg.op + 1 != quantize_op ||
+      !down.pipeline || down.role.rfind("gemm_q8", 0) != 0)
+    return;
+  const uint32_t from = std::max(gated.main_min(), down.main_min());
+  if (from > q8_max_) return;
+  gated.long_main = &k_.get(gg.key);
+  gated.long_main_group = k_.device().bind(*gated.long_main, gg.bindings, "gemm_q8_hq8:" + x.label());
+  gated.long_min = from, gated.long_main_role = gated.role + "_hq8";
+  g_.ops[quantize_op].skip_min = from;
+  down.long_main = down.pipeline;
+  down.long_main_group = k_.device().bind(*down.pipeline, {y, *hq_, w.parts[0].buf, *hs_, *step_},
+                                          "gemm_q8_from_hq8:" + x.label());
+  down.long_min = from, down.long_main_role = down.role;
 }
 
 // When the dispatch just added is a decode matvec that can store x as int8 units (see matmul), its

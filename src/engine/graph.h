@@ -125,6 +125,14 @@ struct Dispatch {
   std::string long_single_role;
   uint32_t long_after = 0;
   bool skip_long = false;
+  // Passes of at least long_min tokens that would run `pipeline` run long_main instead: the gated
+  // GEMM that stores h as int8 units and the GEMM after it that reads them (GraphBuilder::use_q8_h).
+  const gpu::Pipeline* long_main = nullptr;
+  gpu::BindGroup long_main_group;
+  uint32_t long_min = 0;
+  std::string long_main_role;
+  // The shortest pass that runs `pipeline` (or long_main): past every other variant.
+  uint32_t main_min() const;
   bool skip_embedded = false;  // the embed, skipped where the last pass's argmax made x (Graph::encode)
   // copy: the last token's row of `src` (b floats per token) to `dst`
   const gpu::Buffer* src = nullptr;
@@ -166,6 +174,10 @@ class GraphBuilder {
       throw std::invalid_argument("matvec_tokens: lanes must be a power of two <= 64 and >= rows x tokens");
     xq_ = &xq, xs_ = &xs, q8_max_ = max_tokens, q8_tt_ = tokens_per_group, q8_rpl_ = rows_per_lane, q8_lanes_ = lanes;
   }
+  // Long passes (past every other variant of both GEMMs): the gated GEMM (gate|up) stores h as int8
+  // units in hq (max_tokens * cols bytes) and hs (max_tokens * cols / 32 pairs of floats) itself
+  // (h_out_q8.wgsl), and the GEMM on h after it reads them: no quantize_q8 dispatch, no f32 h.
+  void use_q8_h(const gpu::Buffer& hq, const gpu::Buffer& hs) { hq_ = &hq, hs_ = &hs; }
   static bool q8_x_type(GgmlType t);
   // Passes longer than the token-group matvec serves (kQ8MatvecMaxTokens) run gemm_q8.wgsl on int8 x
   // instead of the f32 GEMM; use_q8_x's max_tokens must then cover the whole chunk.
@@ -177,6 +189,8 @@ class GraphBuilder {
   // off to check the workgroup-memory variant on devices that do have them.
   void use_subgroups(bool on) { subgroups_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
+  // rope_kv's heads per workgroup in passes of several tokens (one-token passes: one).
+  static constexpr uint32_t kRopeSlots = 4;
   // gemm_q8.wgsl's split-K variant (add_q8_split_k): passes of up to kQ8SplitMaxTokens.
   static constexpr uint32_t kQ8SplitMaxTokens = 512, kQ8GemmSlots = 264;
   static constexpr double kQ8SplitGain = 0.1;
@@ -253,6 +267,19 @@ class GraphBuilder {
   const gpu::Buffer* xs_ = nullptr;
   uint32_t q8_max_ = 1, q8_tt_ = 8, q8_rpl_ = 1, q8_lanes_ = 16;
   bool q8_gemm_ = false;
+  const gpu::Buffer* hq_ = nullptr;
+  const gpu::Buffer* hs_ = nullptr;
+  // The gated int8 GEMM just added, when its long passes can store h as units (use_q8_h): its op,
+  // output, the h_out_q8 key and bindings, for the matmul on h after it (fuse_q8_h).
+  struct GatedGemm {
+    size_t op;
+    const gpu::Buffer* y;
+    uint32_t rows;
+    gpu::KernelKey key;
+    std::vector<gpu::Binding> bindings;
+  };
+  std::vector<GatedGemm> gated_gemm_;  // empty or one
+  void fuse_q8_h(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, size_t quantize_op);
   // The last dispatch, when it is a kernel that can also store its output y as int8 units (XOUT:
   // x_out_q8.wgsl): a matvec right after it on y then needs no quantize_q8 dispatch.
   // An attention dispatch's variants that write att without the combine (flash, decode), kept so that

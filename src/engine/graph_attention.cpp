@@ -72,10 +72,19 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
     d.long_after = kAttnDecodeMax;
   }
   rope_matvec_.clear();
-  add({"rope_kv", {},
-       {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"ROT", s.rot}, {"PAGE", s.page}, {"NEOX", s.neox},
-        {"QK_NORM", s.qk_norm}, {"HAS_BIAS", s.bias}, {"EPS", s.eps}}},
-      {q, k_cache, v_cache, qkv, aux, rope, pages, *step_}, Grid::PerToken, s.nh + 2 * s.nkv);
+  // Passes of several tokens: kRopeSlots heads per workgroup (fewer, larger workgroups over a long
+  // pass's tokens x heads); one-token passes a head each, spread over more SMs.
+  const uint32_t heads = s.nh + 2 * s.nkv;
+  gpu::KernelKey key{"rope_kv", {},
+                     {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"ROT", s.rot}, {"PAGE", s.page}, {"NEOX", s.neox},
+                      {"QK_NORM", s.qk_norm}, {"HAS_BIAS", s.bias}, {"EPS", s.eps}, {"RH_SLOTS", kRopeSlots}}};
+  const std::vector<gpu::Binding> b = {q, k_cache, v_cache, qkv, aux, rope, pages, *step_};
+  add(key, b, Grid::PerToken, (heads + kRopeSlots - 1) / kRopeSlots);
+  key.constants["RH_SLOTS"] = 1;
+  Dispatch& d = g_.ops.back();
+  d.single = &k_.get(key);
+  d.single_group = k_.device().bind(*d.single, b, "rope_kv_1:" + q.label());
+  d.single_groups = heads, d.single_per_token = true, d.single_max = 1, d.single_role = d.role;
   if (in_matvec) g_.ops.back().skip_long = true, g_.ops.back().long_after = kAttnDecodeMax;
   rope_ = RopeOp{g_.ops.size() - 1, &qkv, &aux, &rope};
 }
