@@ -46,6 +46,7 @@ override PPT: u32 = TILE / 16u;  // positions per thread in the scores
 // its own running max, sum and outputs, merged at the end. One workgroup per SM either way on the
 // H200 (bench/EXPERIMENTS.md), so this doubles the warps that hide each other's latencies.
 override HALVES: u32 = 1u;
+override F32_OUT: bool = true;  // false: only the int8 units of att (EMIT_Q8; its readers take those)
 override WG: u32 = 128u * HALVES;
 override STEP: u32 = TILE * HALVES;
 override TQ: u32 = ROWS / G;  // tokens per workgroup
@@ -282,7 +283,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   for (var i = lid; i < ROWS * HD4; i += WG) {
     let r = i / HD4;
     let t = t0 + r / G;
-    if (t < T) { att[(t * NH + h0 + r % G) * HD4 + i % HD4] = qt[r * QST + i % HD4]; }
+    if (t < T && F32_OUT) { att[(t * NH + h0 + r % G) * HD4 + i % HD4] = qt[r * QST + i % HD4]; }
   }
   if (EMIT_Q8) {  // a row is HD / 32 whole units
     for (var u = lid; u < ROWS * (HD / 32u); u += WG) {

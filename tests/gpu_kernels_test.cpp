@@ -162,7 +162,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   gpu::Buffer step = step_buffer(pos0, T, 0, attention_split(split, pos0 + T, T, flash_form ? nh : 0));
   Graph g;
   GraphBuilder gb(k, g, step);
-  if (pr.q8) gb.use_q8_x(xq, xs, T);
+  if (pr.q8) gb.use_q8_x(xq, xs, T), gb.use_q8_gemm(true);  // passes past 64 tokens: the int8 GEMM reads att
   gb.use_rope_in_decode(pr.rope_in_decode);
   gb.use_subgroups(pr.subgroups);
   gb.force_flash_tile(64);  // where it fits (lavapipe: HD <= 64); HD 96 and 128 take 32
@@ -209,6 +209,8 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
     d.decode_split = nullptr;
   }
   if (form != AttnForm::Blocked) d.blocked = nullptr;
+  const uint32_t only_min = d.flash_q8_only_min;
+  d.flash_q8_only_min = UINT32_MAX;  // first with the f32 att, checked below; the units alone at the end
   run(g, pos0, T);
 
   std::vector<float> want_q, want_att;
@@ -256,6 +258,19 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   EXPECT_EQ(far, 0u) << "int8 values more than one step from the CPU's";
   EXPECT_LT(nmse(deq, cpu_q), 1e-8);
   EXPECT_LT(nmse(deq, want_att), 1e-4);  // int8 rounding
+  // Flash passes that only the int8 GEMM reads (past 64 tokens) store the units alone: the same units,
+  // att left as it was.
+  if (!flash_form || form == AttnForm::FlashSplit || T < 65) return;  // (shorter: the matvec, no int8 GEMM)
+  ASSERT_NE(g.ops[1].flash_q8_only, nullptr);
+  ASSERT_EQ(only_min, 65u);
+  g.ops[1].flash_q8_only_min = only_min;
+  const std::vector<float> poison(want_att.size(), 7.f);
+  device().write(att, poison.data(), poison.size() * 4);
+  device().write(xq, std::vector<uint8_t>(want_att.size(), 0).data(), want_att.size());
+  run(g, pos0, T);
+  EXPECT_EQ(device().read_as<int8_t>(xq, want_att.size()), qs);
+  EXPECT_EQ(read(xs, want_att.size() / 32 * 2), ds);
+  EXPECT_EQ(read(att, want_att.size()), poison);
 }
 
 struct AttnCase {

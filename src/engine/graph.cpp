@@ -74,6 +74,11 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool em
           rec.dispatch(*d.long_single, d.long_single_group, d.single_groups, 1, d.long_single_role, d.bytes);
           continue;
         }
+        if (d.long_main && n_tokens >= d.long_min) {
+          rec.dispatch(*d.long_main, d.long_main_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
+                       d.long_main_role, d.bytes);
+          continue;
+        }
         rec.dispatch(*d.single, d.single_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
                      d.single_role, d.bytes);
         continue;
@@ -121,7 +126,9 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool em
                          "attention_flash_split", kv_bytes);
             continue;
           }
-          if (d.flash_q8 && n_tokens <= d.flash_q8_max)
+          if (d.flash_q8_only && n_tokens >= d.flash_q8_only_min && n_tokens <= d.flash_q8_max)
+            rec.dispatch(*d.flash_q8_only, d.flash_q8_only_group, groups, 1, "attention_flash_q8", kv_bytes);
+          else if (d.flash_q8 && n_tokens <= d.flash_q8_max)
             rec.dispatch(*d.flash_q8, d.flash_q8_group, groups, 1, "attention_flash_q8", kv_bytes);
           else
             rec.dispatch(*d.flash, d.flash_group, groups, 1, "attention_flash", kv_bytes);
@@ -193,11 +200,11 @@ void GraphBuilder::q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, 
 }
 
 // When the dispatch just added produced x, its one-token variant stores x as int8 units too.
-bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens) {
+bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens, uint32_t f32_dead_from) {
   if (q8_producer_.empty()) return false;
   Q8Producer& p = q8_producer_[0];
   if (p.op + 1 != g_.ops.size() || p.y != &x) return false;
-  emit_q8(p, *p.y, max_tokens);
+  emit_q8(p, *p.y, max_tokens, f32_dead_from);
   return true;
 }
 
@@ -214,7 +221,7 @@ bool GraphBuilder::emit_q8_through_copy(const gpu::Buffer& x) {
   return true;
 }
 
-void GraphBuilder::emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tokens) {
+void GraphBuilder::emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tokens, uint32_t f32_dead_from) {
   gpu::KernelKey key = p.key;
   key.includes["XOUT"] = "x_out_q8";
   std::vector<gpu::Binding> b = p.bindings;
@@ -226,6 +233,13 @@ void GraphBuilder::emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tok
   d.single_groups = d.a;  // Grid::PerToken
   d.single_per_token = true, d.single_max = max_tokens;
   d.single_role = d.role + "_q8";
+  // Passes whose readers of x all read the units: the int8 units only (add_rmsnorm, flash: F32_OUT).
+  if (f32_dead_from && key.kernel == "add_rmsnorm") {
+    key.constants["F32_OUT"] = 0;
+    d.long_main = &k_.get(key);
+    d.long_main_group = k_.device().bind(*d.long_main, b, key.kernel + "_q8_only:" + x.label());
+    d.long_min = f32_dead_from, d.long_main_role = d.single_role;
+  }
   // The passes that flash or decode attention serve store the units there (the combine skips them).
   auto q8_variant = [&](const AttnDirect& o, const gpu::Pipeline*& pl, gpu::BindGroup& group) {
     gpu::KernelKey k = o.key;
@@ -239,6 +253,12 @@ void GraphBuilder::emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tok
     Dispatch& a = g_.ops[p.flash->op];
     q8_variant(*p.flash, a.flash_q8, a.flash_q8_group);
     a.flash_q8_max = max_tokens;
+    if (f32_dead_from) {
+      AttnDirect only = *p.flash;
+      only.key.constants["F32_OUT"] = 0;
+      q8_variant(only, a.flash_q8_only, a.flash_q8_only_group);
+      a.flash_q8_only_min = f32_dead_from;
+    }
   }
   if (p.decode) q8_variant(*p.decode, g_.ops[p.decode->op].decode_q8, g_.ops[p.decode->op].decode_q8_group);
 }
@@ -264,7 +284,9 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     const uint64_t units = (uint64_t)q8_max * w.cols / 32;
     if (xq_->size() < units * 32 || xs_->size() < units * 8)
       throw ModelError("int8 x buffers hold " + std::to_string(xq_->size()) + " bytes, " + std::to_string(units * 32) + " needed");
-    if (one_token || !emit_q8_from_producer(x, q8_max)) {
+    // Long passes of an int8 GEMM on every part read only the units: the producer may skip f32 x there.
+    const uint32_t f32_dead_from = all_q8 && q8_gemm_ && q8_max > kQ8MatvecMaxTokens ? kQ8MatvecMaxTokens + 1 : 0;
+    if (one_token || !emit_q8_from_producer(x, q8_max, f32_dead_from)) {
       const bool from_matvec = !one_token && emit_q8_from_matvec(x);  // one token: its units are made
       const bool through_copy = one_token && emit_q8_through_copy(x);
       add_quantize_q8(x, w.cols, one_token, q8_max);

@@ -100,6 +100,10 @@ struct Dispatch {
   const gpu::Pipeline* flash_q8 = nullptr;
   gpu::BindGroup flash_q8_group;
   uint32_t flash_a = 0, flash_tq = 0, flash_min = 0, flash_q8_max = 0;
+  // flash_q8 without the f32 att, for passes of flash_q8_only_min+ tokens whose readers take the units.
+  const gpu::Pipeline* flash_q8_only = nullptr;
+  gpu::BindGroup flash_q8_only_group;
+  uint32_t flash_q8_only_min = 0;
   // The same kernel over splits (SPLITS) for the passes flash_split_span gives a span, writing part.
   const gpu::Pipeline* flash_split = nullptr;
   gpu::BindGroup flash_split_group;
@@ -125,8 +129,9 @@ struct Dispatch {
   std::string long_single_role;
   uint32_t long_after = 0;
   bool skip_long = false;
-  // Passes of at least long_min tokens that would run `pipeline` run long_main instead: the gated
-  // GEMM that stores h as int8 units and the GEMM after it that reads them (GraphBuilder::use_q8_h).
+  // Passes of at least long_min tokens that would run `pipeline` (or `single`) run long_main instead:
+  // the gated GEMM that stores h as int8 units and the GEMM after it that reads them
+  // (GraphBuilder::use_q8_h); an add_rmsnorm that stores only the units (emit_q8's f32_dead_from).
   const gpu::Pipeline* long_main = nullptr;
   gpu::BindGroup long_main_group;
   uint32_t long_min = 0;
@@ -322,12 +327,14 @@ class GraphBuilder {
   bool emit_q8_from_matvec(const gpu::Buffer& x);
   void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
                    std::optional<AttnDirect> flash = std::nullopt, std::optional<AttnDirect> decode = std::nullopt);
-  bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens);
+  bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens, uint32_t f32_dead_from = 0);
   bool emit_q8_through_copy(const gpu::Buffer& x);
   std::string reduce_snippet() const;
   bool subgroups_ = true;
   bool add_picker(gpu::KernelKey key, std::vector<gpu::Binding> b, const gpu::Buffer& x, const Matrix& table);
-  void emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tokens);
+  // f32_dead_from: passes from this length read only the units (0: none); add_rmsnorm and flash
+  // attention then skip their f32 output (F32_OUT).
+  void emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tokens, uint32_t f32_dead_from = 0);
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
   void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                    const std::map<std::string, double>& gemm_constants, uint32_t row_tiles);
