@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "model/model_error.h"
 
@@ -294,8 +295,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       quantize_op = g_.ops.size() - 1;
     }
   }
-  const std::vector<GatedGemm> gated_before = std::move(gated_gemm_);
-  gated_gemm_.clear();
+  const std::vector<GatedGemm> gated_before = std::exchange(gated_gemm_, {});  // this matmul may set it anew
   for (const MatrixPart& p : w.parts) {
     std::map<std::string, double> c = {{"ROWS", p.rows}, {"COLS", w.cols}, {"Y_OFFSET", p.row0},
                                        {"Y_STRIDE", y_stride ? y_stride : w.rows}};
@@ -420,18 +420,15 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     if (int8_x && q8_max > 1) matvec(q8_rpl_, q8_tt_, "matvec_q8_tokens");
   }
   if (norm) g_.ops[norm->op].skip_one_token = true;
-  if (!one_token && !gated_before.empty() && gated_before[0].y == &x && quantize_op != SIZE_MAX) {
-    gated_gemm_ = gated_before;
-    fuse_q8_h(y, x, w, quantize_op);
-    gated_gemm_.clear();
-  }
+  if (!one_token && !gated_before.empty() && gated_before[0].y == &x && quantize_op != SIZE_MAX)
+    fuse_q8_h(gated_before[0], y, x, w, quantize_op);
 }
 
-// The matmul on h just added, after the gated GEMM that made h (gated_gemm_) and the quantize_q8 of
+// The matmul on h just added, after the gated GEMM that made h (gg) and the quantize_q8 of
 // h: in the passes where both run their GEMMs (from the longer of their main_min), the gated one
 // stores h's int8 units in hq/hs, the quantize is skipped and this one reads them.
-void GraphBuilder::fuse_q8_h(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, size_t quantize_op) {
-  const GatedGemm& gg = gated_gemm_[0];
+void GraphBuilder::fuse_q8_h(const GatedGemm& gg, const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w,
+                             size_t quantize_op) {
   Dispatch& gated = g_.ops[gg.op];
   Dispatch& down = g_.ops.back();
   if (w.parts.size() != 1 || w.cols != gg.rows || quantize_op + 2 != g_.ops.size() || gg.op + 1 != quantize_op ||

@@ -284,7 +284,7 @@ class GraphBuilder {
     std::vector<gpu::Binding> bindings;
   };
   std::vector<GatedGemm> gated_gemm_;  // empty or one
-  void fuse_q8_h(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, size_t quantize_op);
+  void fuse_q8_h(const GatedGemm& gg, const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, size_t quantize_op);
   // The last dispatch, when it is a kernel that can also store its output y as int8 units (XOUT:
   // x_out_q8.wgsl): a matvec right after it on y then needs no quantize_q8 dispatch.
   // An attention dispatch's variants that write att without the combine (flash, decode), kept so that
