@@ -23,7 +23,7 @@ override KSPLIT: u32 = 1u;    // groups per tile along K; 1: this kernel writes 
 const VR = 64u * RQ;  // virtual rows per tile
 
 // With KSPLIT > 1, y is the partials scratch (gemm_store.wgsl's store_partial).
-@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+@group(0) @binding(0) var<storage, read_write> y: array<vec4f>;  // f32s, stored as vec4s (gemm_store.wgsl)
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<vec4u>;  // 16-byte words: aligned loads of 4 words are one load
 @group(0) @binding(3) var<uniform> step: Step;

@@ -20,7 +20,7 @@ override KSPLIT: u32 = 1u;    // groups per tile along K, as in gemm.wgsl (parti
 const RQ = 1u;                // a 4 x 4 micro-tile (gemm_store.wgsl)
 const ACC_LEN = 4u;
 
-@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+@group(0) @binding(0) var<storage, read_write> y: array<vec4f>;  // f32s, stored as vec4s (gemm_store.wgsl)
 @group(0) @binding(2) var<storage, read> w: array<vec4u>;  // 16-byte words: aligned loads of 4 words are one load
 @group(0) @binding(STEP_BINDING) var<uniform> step: Step;
 

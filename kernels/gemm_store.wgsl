@@ -19,17 +19,26 @@ fn tile_row(rt: u32, tr: u32, j: u32) -> u32 {
   if (GATED) { return rt * 32u * RQ + 2u * quad + j % 2u; }
   return rt * 64u * RQ + 4u * quad + j % 4u;
 }
+// y is bound as vec4s so that a plain tile's quad of rows (4 consecutive rows of one token) is one
+// 16-byte store where the rows, offset and stride keep it aligned: a warp's store then fills 16 whole
+// 32-byte sectors instead of touching each with 8 bytes (scalar elements are set by component).
+fn y_set(i: u32, v: f32) { y[i / 4u][i % 4u] = v; }
 fn store_token(acc: ptr<function, array<vec4f, ACC_LEN>>, m: u32, t: u32, rt: u32, tr: u32) {
   let stride = select(ROWS, Y_STRIDE, Y_STRIDE != 0u);
+  let quads = !GATED && ROWS % 4u == 0u && stride % 4u == 0u && Y_OFFSET % 4u == 0u;
   for (var j = 0u; j < 4u * RQ; j++) {
     let r = tile_row(rt, tr, j);
     if (GATED) {
       if (j % 4u < 2u && r < ROWS) {
         let gv = (*acc)[j][m];
-        y[t * stride + Y_OFFSET + r] = gv / (1.0 + exp(-gv)) * (*acc)[j + 2u][m];
+        y_set(t * stride + Y_OFFSET + r, gv / (1.0 + exp(-gv)) * (*acc)[j + 2u][m]);
+      }
+    } else if (quads) {
+      if (j % 4u == 0u && r < ROWS) {
+        y[(t * stride + Y_OFFSET + r) / 4u] = vec4f((*acc)[j][m], (*acc)[j + 1u][m], (*acc)[j + 2u][m], (*acc)[j + 3u][m]);
       }
     } else if (r < ROWS) {
-      y[t * stride + Y_OFFSET + r] = (*acc)[j][m];
+      y_set(t * stride + Y_OFFSET + r, (*acc)[j][m]);
     }
   }
 }
@@ -40,6 +49,6 @@ fn store_partial(acc: ptr<function, array<vec4f, ACC_LEN>>, m: u32, t: u32, rt: 
   let base = (ks * n_tokens + t) * select(ROWS, 2u * ROWS, GATED);
   for (var j = 0u; j < 4u * RQ; j++) {
     let r = tile_row(rt, tr, j);
-    if (r < ROWS) { y[base + select(0u, ROWS, GATED && j % 4u >= 2u) + r] = (*acc)[j][m]; }
+    if (r < ROWS) { y_set(base + select(0u, ROWS, GATED && j % 4u >= 2u) + r, (*acc)[j][m]); }
   }
 }
