@@ -196,8 +196,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();  // publishes the weights and the values
 
     // O += P V: per position one load of 4 weights and one of W words of values, 8 W FMAs.
-    let n_pos = select(0u, min(TILE, end - b - ps), b + ps < end);
-    for (var jj = 0u; jj < n_pos; jj++) {
+    // The whole half, a constant trip count the compiler unrolls: positions past the end weigh 0 (masked
+    // above) against values loaded from the last valid position.
+    for (var jj = 0u; jj < TILE; jj++) {
       let j = ps + jj;
       let pj = pt[j * 8u + rg];
       var vw: array<u32, 4>;
