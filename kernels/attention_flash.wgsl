@@ -152,18 +152,23 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     // Scores of rows rg + 8i at positions cg + 16k: 32 PPT FMAs per 8 dims of keys.
     // An explicit zero: a declaration alone zeroed it only on the first tile (Dawn's SPIR-V on lavapipe).
     var s = array<vec4f, 4>();  // [row i][position k]
-    for (var d = 0u; d < HD8; d++) {
-      var ka: array<vec4f, 4>;
-      var kb: array<vec4f, 4>;
-      for (var k = 0u; k < PPT; k++) {
-        let kw = kv[d * STEP + ps + cg + 16u * k];
-        ka[k] = halves(kw.x, kw.y);
-        kb[k] = halves(kw.z, kw.w);
-      }
-      for (var i = 0u; i < 4u; i++) {
-        let qa = qt[(rg + 8u * i) * QST + 2u * d];
-        let qb = qt[(rg + 8u * i) * QST + 2u * d + 1u];
-        for (var k = 0u; k < PPT; k++) { s[i][k] = dot8(s[i][k], qa, qb, ka[k], kb[k]); }
+    // A half wholly past the last position (in a tile's diagonal step) skips its scores and P V: the
+    // mask weighs them 0, and the other half has the SM to itself meanwhile.
+    let live = b + ps < end;
+    if (live) {
+      for (var d = 0u; d < HD8; d++) {
+        var ka: array<vec4f, 4>;
+        var kb: array<vec4f, 4>;
+        for (var k = 0u; k < PPT; k++) {
+          let kw = kv[d * STEP + ps + cg + 16u * k];
+          ka[k] = halves(kw.x, kw.y);
+          kb[k] = halves(kw.z, kw.w);
+        }
+        for (var i = 0u; i < 4u; i++) {
+          let qa = qt[(rg + 8u * i) * QST + 2u * d];
+          let qb = qt[(rg + 8u * i) * QST + 2u * d + 1u];
+          for (var k = 0u; k < PPT; k++) { s[i][k] = dot8(s[i][k], qa, qb, ka[k], kb[k]); }
+        }
       }
     }
     var mx = vec4f(NEG);
@@ -198,23 +203,25 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     // O += P V: per position one load of 4 weights and one of W words of values, 8 W FMAs.
     // The whole half, a constant trip count the compiler unrolls: positions past the end weigh 0 (masked
     // above) against values loaded from the last valid position.
-    for (var jj = 0u; jj < TILE; jj++) {
-      let j = ps + jj;
-      let pj = pt[j * 8u + rg];
-      var vw: array<u32, 4>;
-      if (W == 4u) {
-        let v = kv[j * HD8 + cg];
-        vw = array<u32, 4>(v.x, v.y, v.z, v.w);
-      } else {
-        for (var w = 0u; w < W; w++) {
-          let wi = j * (HD / 2u) + cg * W + w;
-          vw[w] = kv[wi / 4u][wi % 4u];
+    if (live) {
+      for (var jj = 0u; jj < TILE; jj++) {
+        let j = ps + jj;
+        let pj = pt[j * 8u + rg];
+        var vw: array<u32, 4>;
+        if (W == 4u) {
+          let v = kv[j * HD8 + cg];
+          vw = array<u32, 4>(v.x, v.y, v.z, v.w);
+        } else {
+          for (var w = 0u; w < W; w++) {
+            let wi = j * (HD / 2u) + cg * W + w;
+            vw[w] = kv[wi / 4u][wi % 4u];
+          }
         }
-      }
-      for (var w = 0u; w < W; w++) {
-        let v = unpack2x16float(vw[w]);
-        o[2u * w] = fma(pj, vec4f(v.x), o[2u * w]);
-        o[2u * w + 1u] = fma(pj, vec4f(v.y), o[2u * w + 1u]);
+        for (var w = 0u; w < W; w++) {
+          let v = unpack2x16float(vw[w]);
+          o[2u * w] = fma(pj, vec4f(v.x), o[2u * w]);
+          o[2u * w + 1u] = fma(pj, vec4f(v.y), o[2u * w + 1u]);
+        }
       }
     }
     workgroupBarrier();  // everyone is done with the weights and values before the next tile's
