@@ -16,8 +16,11 @@
 // size the H200 holds one workgroup per SM (about 54 KB an SM under Vulkan, bench/EXPERIMENTS.md).
 // Every workgroup-memory load feeds 16-32 FMAs (the blocked kernel fed 1-2), and the 8 row groups in
 // a warp read 8 neighbouring rows or one 128-byte line, so the loads take one pass each.
+// QIN says where the queries come from: q_flash_plain (rope_kv.wgsl made them) or q_flash_rope (this
+// kernel makes them from the raw qkv rows; rope_kv then makes only the keys and values).
 //!include common
 //!include XOUT
+//!include QIN
 
 override HD: u32;
 override NH: u32;
@@ -27,13 +30,12 @@ override G: u32;      // query heads per tile: NH / NKV, dividing 32
 override SCALE: f32;  // 1 / sqrt(HD)
 
 @group(0) @binding(0) var<storage, read_write> att: array<vec4f>;  // [T, NH*HD]
-@group(0) @binding(1) var<storage, read> q: array<vec4f>;          // [T, NH*HD]
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4u>;    // [pages][NKV][HD / 8][PAGE] x 8 halves
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4u>;    // [pages][PAGE][NKV] rows of HD / 8 x 8 halves
 @group(0) @binding(4) var<storage, read> pages: array<u32>;
 @group(0) @binding(5) var<uniform> step: Step;
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;  // SPLITS: [T][NH][split][HD + 2]
-const XQ_BINDING = 7u;
+const XQ_BINDING = 7u + QIN_BINDINGS;  // QIN declares binding 1 (the queries' source) and any after 6
 override SPLITS: bool = false;
 
 const NEG: f32 = -1e30;  // finite "minus infinity": exp2(NEG - m) is 0, exp2(NEG - NEG) stays defined
@@ -130,11 +132,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let cg = (lid & 1u) | (((lid % 128u) >> 4u) << 1u);
   let ps = hf * TILE;  // this half's first position in a step, in kv and pt
 
-  for (var i = lid; i < ROWS * HD4; i += WG) {
-    let r = i / HD4;
-    let t = min(t0 + r / G, T - 1u);  // rows past the pass repeat its last token, not stored
-    qt[r * QST + i % HD4] = q[(t * NH + h0 + r % G) * HD4 + i % HD4] * (SCALE * LOG2E);
-  }
+  stage_queries(t0, T, h0, lid);  // QIN
   var last: array<u32, 4>;  // the last position each of the thread's rows sees
   for (var i = 0u; i < 4u; i++) { last[i] = step.pos0 + min(t0 + (rg + 8u * i) / G, T - 1u); }
 

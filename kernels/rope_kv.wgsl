@@ -12,6 +12,7 @@ override NH: u32;              // query heads
 override NKV: u32;             // key/value heads
 override PAGE: u32;            // tokens per KV page
 override RH_SLOTS: u32 = 1u;   // heads per workgroup (rope_head.wgsl)
+override FIRST_HEAD: u32 = 0u; // NH: only the key and value heads (flash attention makes the queries, q_flash_rope.wgsl)
 
 @group(0) @binding(0) var<storage, read_write> q_out: array<f32>;   // [T, NH*HD]
 @group(0) @binding(1) var<storage, read_write> k_cache: array<u32>; // [pages][NKV][HD / 8][PAGE][4] f16 pairs
@@ -26,12 +27,12 @@ override RH_SLOTS: u32 = 1u;   // heads per workgroup (rope_head.wgsl)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let heads = NH + 2u * NKV;
-  let per_token = (heads + RH_SLOTS - 1u) / RH_SLOTS;  // workgroups per token
+  let per_token = (heads - FIRST_HEAD + RH_SLOTS - 1u) / RH_SLOTS;  // workgroups per token
   let g = flat_group(wid, nwg);
   let t = g / per_token;
   if (t >= step.n_tokens) { return; }
   let slot = lid / 64u;
-  let h_slot = (g % per_token) * RH_SLOTS + slot;
+  let h_slot = FIRST_HEAD + (g % per_token) * RH_SLOTS + slot;
   let h = min(h_slot, heads - 1u);  // slots past the last head make it again (rope_head's barriers) and store nothing
   let pos = step.pos0 + t;
   let page = pages[pos / PAGE];  // issued with rope_head's loads

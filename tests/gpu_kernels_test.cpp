@@ -99,6 +99,7 @@ struct AttnProblem {
   bool neox, qk_norm, bias;
   bool q8 = false;  // a matmul on Q8_0 weights reads att: its producer also stores int8 units (graph.h use_q8_x)
   bool rope_in_decode = false;  // unsplit decode: attention_decode makes the heads, rope_kv is skipped
+  bool rope_in_flash = true;    // flash passes: attention_flash makes the queries, rope_kv the keys and values
   bool subgroups = true;  // block reductions through subgroups where the device has them (reduce_sg.wgsl)
 };
 
@@ -164,6 +165,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   GraphBuilder gb(k, g, step);
   if (pr.q8) gb.use_q8_x(xq, xs, T), gb.use_q8_gemm(true);  // passes past 64 tokens: the int8 GEMM reads att
   gb.use_rope_in_decode(pr.rope_in_decode);
+  gb.use_rope_in_flash(pr.rope_in_flash);
   gb.use_subgroups(pr.subgroups);
   gb.force_flash_tile(64);  // where it fits (lavapipe: HD <= 64); HD 96 and 128 take 32
   gb.force_flash_halves(flash_halves);  // two: where it fits (lavapipe: HD <= 64)
@@ -184,9 +186,13 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
     ASSERT_EQ(splits, form == AttnForm::FlashSplit);
     ASSERT_EQ(g.ops[2].variant(T, splits) == Variant::Skip, !splits);  // unsplit flash attention writes att itself
     ASSERT_EQ(d.flash_q8 != nullptr, pr.q8);
+    // With rope_in_flash the rope_kv before it makes only the keys and values in those passes.
+    ASSERT_EQ(g.ops[0].long_main != nullptr, pr.rope_in_flash);
+    if (pr.rope_in_flash) { ASSERT_EQ(g.ops[0].long_min, d.flash_min); }
   } else {
     d.flash = nullptr;
     g.ops[2].skip_min = 0;
+    g.ops[0].long_main = nullptr;  // the other kernels read rope_kv's q
   }
   // rope_kv: left to the unsplit decode kernel (q_in_rope.wgsl) when it makes the heads itself
   ASSERT_EQ(g.ops[0].skip_decode_max, pr.rope_in_decode ? d.decode_max : 0u);
@@ -209,6 +215,8 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
     d.decode_split = nullptr;
   }
   if (form != AttnForm::Blocked) d.blocked = nullptr;
+  const std::vector<float> q_poison((size_t)T * nh * hd, 5.f);
+  device().write(q, q_poison.data(), q_poison.size() * 4);
   const uint32_t only_min = d.flash_q8_only_min;
   d.flash_q8_only_min = UINT32_MAX;  // first with the f32 att, checked below; the units alone at the end
   run(g, pos0, T);
@@ -220,7 +228,9 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
     std::vector<float> o = ref::attention(row, keys, values, pos0 + t, rs);
     want_att.insert(want_att.end(), o.begin(), o.end());
   }
-  if (!pr.rope_in_decode || form != AttnForm::Decode) {  // else q stays in the workgroup
+  if (flash_form && pr.rope_in_flash) {  // q is made in the workgroup: the q buffer stays untouched
+    EXPECT_EQ(read(q, want_q.size()), q_poison);
+  } else if (!pr.rope_in_decode || form != AttnForm::Decode) {  // else q stays in the workgroup
     EXPECT_LT(nmse(read(q, want_q.size()), want_q), 1e-11);
   }
   const std::vector<uint16_t> kc_gpu = device().read_as<uint16_t>(kcb, kc.size());
@@ -343,6 +353,16 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
 // Flash attention over splits: passes of 2..128 tokens that end at 2,048+ positions, up to 8 splits of
 // whole 64-position steps; G = 1..8, head sizes 64..128, one case whose last split holds a single
 // position that only the last of its 40 tokens sees (its other rows store max "minus infinity").
+// Devices with fewer than 10 storage bindings a stage: rope_kv makes the queries and flash attention
+// reads them (q_flash_plain.wgsl).
+TEST(FlashAttention, QueriesFromRopeKvMatchCpu) {
+  for (const FlashCase& c : {FlashCase{70, 37, 128, 2, false, true}, FlashCase{130, 300, 64, 4, true, true}}) {
+    AttnProblem pr = c.problem();
+    pr.rope_in_flash = false;
+    check_attention(pr, AttnForm::Flash);
+  }
+}
+
 class FlashSplitTest : public ::testing::TestWithParam<FlashCase> {};
 
 TEST_P(FlashSplitTest, MatchesCpu) { check_attention(GetParam().problem(), AttnForm::FlashSplit); }

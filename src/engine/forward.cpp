@@ -24,6 +24,9 @@ static constexpr bool kQ8Gemm = true;
 // Decode steps up to 512 positions without the rope_kv dispatch: attention_decode.wgsl makes the heads
 // itself (graph.h).
 static constexpr bool kRopeInDecode = true;
+// Passes of 2+ tokens that flash attention serves: it makes the queries from the raw qkv rows and rope_kv
+// only the keys and values (graph.h).
+static constexpr bool kRopeInFlash = true;
 
 std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
   const uint32_t half = c.rotary_dim / 2;
@@ -122,6 +125,7 @@ void Forward::build(Head head, Graph& graph) {
   g.use_q8_gemm(kQ8Gemm);
   if (kQ8Gemm) g.use_q8_h(s.hq, s.hqs);                    // long passes: gate|up stores h as int8 units for down
   g.use_rope_in_decode(kRopeInDecode);
+  g.use_rope_in_flash(kRopeInFlash);
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};

@@ -97,7 +97,13 @@ void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool em
     uint32_t groups = d.a;
     switch (d.grid) {
       case Grid::Fixed: break;
-      case Grid::PerToken: groups = d.a * n_tokens; break;
+      case Grid::PerToken:
+        if (d.long_main && n_tokens >= d.long_min) {
+          rec.dispatch(*d.long_main, d.long_main_group, (d.long_a ? d.long_a : d.a) * n_tokens, 1, d.long_main_role, d.bytes);
+          continue;
+        }
+        groups = d.a * n_tokens;
+        break;
       case Grid::GemmTiles:
         if (d.long_main && n_tokens >= d.long_min) {
           rec.dispatch(*d.long_main, d.long_main_group, d.a * tiles, 1, d.long_main_role, d.bytes);

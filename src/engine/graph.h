@@ -132,9 +132,11 @@ struct Dispatch {
   // Passes of at least long_min tokens that would run `pipeline` (or `single`) run long_main instead:
   // the gated GEMM that stores h as int8 units and the GEMM after it that reads them
   // (GraphBuilder::use_q8_h); an add_rmsnorm that stores only the units (emit_q8's f32_dead_from).
+  // In a PerToken grid long_main takes long_a groups per token (0: a): the rope_kv that makes only the
+  // keys and values where flash attention makes the queries (GraphBuilder::use_rope_in_flash).
   const gpu::Pipeline* long_main = nullptr;
   gpu::BindGroup long_main_group;
-  uint32_t long_min = 0;
+  uint32_t long_min = 0, long_a = 0;
   std::string long_main_role;
   // The shortest pass that runs `pipeline` (or long_main): past every other variant.
   uint32_t main_min() const;
@@ -190,6 +192,10 @@ class GraphBuilder {
   // Unsplit decode steps (up to kAttnDecodeMax positions) make the query, key and value heads in
   // attention_decode.wgsl (q_in_rope.wgsl) and skip the rope_kv dispatch that the attention follows.
   void use_rope_in_decode(bool on) { rope_in_decode_ = on; }
+  // Passes that flash attention serves make their queries in it from the raw qkv rows (q_flash_rope.wgsl)
+  // and the rope_kv before it makes only the keys and values, where the device binds the 10 storage
+  // buffers that takes.
+  void use_rope_in_flash(bool on) { rope_in_flash_ = on; }
   // Block reductions through subgroup operations where the device has them (default); tests turn them
   // off to check the workgroup-memory variant on devices that do have them.
   void use_subgroups(bool on) { subgroups_ = on; }
@@ -298,9 +304,12 @@ class GraphBuilder {
   struct RopeOp {
     size_t op;
     const gpu::Buffer *qkv, *aux, *rope;
+    gpu::KernelKey key;  // the multi-token rope_kv and its bindings
+    std::vector<gpu::Binding> bindings;
   };
   std::optional<RopeOp> rope_;  // from rope_kv() to the attention() after it
   bool rope_in_decode_ = false;
+  bool rope_in_flash_ = false;
   struct Q8Producer {
     size_t op;
     const gpu::Buffer* y;

@@ -86,7 +86,8 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
   d.single_group = k_.device().bind(*d.single, b, "rope_kv_1:" + q.label());
   d.single_groups = heads, d.single_per_token = true, d.single_max = 1, d.single_role = d.role;
   if (in_matvec) g_.ops.back().skip_long = true, g_.ops.back().long_after = kAttnDecodeMax;
-  rope_ = RopeOp{g_.ops.size() - 1, &qkv, &aux, &rope};
+  key.constants["RH_SLOTS"] = kRopeSlots;
+  rope_ = RopeOp{g_.ops.size() - 1, &qkv, &aux, &rope, key, b};
 }
 
 void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, const gpu::Buffer& q,
@@ -122,10 +123,30 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
   const uint32_t fg = s.nh / s.nkv;  // a tile is the query heads of one KV head x 32 / fg tokens
   if (flash_serves(s.hd, s.nh, s.nkv)) {
     AttnDirect f{g_.ops.size() - 1,
-              {"attention_flash", {{"XOUT", "x_out_none"}},
+              {"attention_flash", {{"XOUT", "x_out_none"}, {"QIN", "q_flash_plain"}},
                {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", fg},
                 {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
               {att, q, k_cache, v_cache, pages, *step_, part}};
+    // The queries made in flash attention from the raw rows, and the rope_kv just before (when it is)
+    // left the keys and values only, in every pass flash attention serves (a third of its heads on
+    // Qwen3-4B, and q neither written nor read back).
+    const bool rope_here = rope_in_flash_ && rope_ && rope_->op + 1 == g_.ops.size() - 1 &&
+                           k_.device().limits().maxStorageBuffersPerShaderStage >= 10;
+    if (rope_here) {
+      f.key.includes["QIN"] = "q_flash_rope";
+      for (auto [name, v] : std::map<std::string, double>{{"ROT", s.rot}, {"NEOX", s.neox}, {"QK_NORM", s.qk_norm},
+                                                          {"HAS_BIAS", s.bias}, {"EPS", s.eps}})
+        f.key.constants[name] = v;
+      f.bindings[1] = *rope_->qkv;
+      f.bindings.push_back(*rope_->aux), f.bindings.push_back(*rope_->rope);
+      Dispatch& r = g_.ops[rope_->op];
+      gpu::KernelKey kv = rope_->key;
+      kv.constants["FIRST_HEAD"] = s.nh;
+      r.long_main = &k_.get(kv);
+      r.long_main_group = k_.device().bind(*r.long_main, rope_->bindings, "rope_kv_kv:" + q.label());
+      r.long_a = (2 * s.nkv + kRopeSlots - 1) / kRopeSlots;
+      r.long_min = kAttnFlashMinTokens, r.long_main_role = "rope_kv_kv";
+    }
     const uint32_t wg_bytes = k_.device().limits().maxComputeWorkgroupStorageSize;
     f.key.constants["TILE"] = flash_tile_force_ && flash_bytes(s.hd, flash_tile_force_) <= wg_bytes
                                   ? flash_tile_force_ : flash_tile(s.hd, wg_bytes);
