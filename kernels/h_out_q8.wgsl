@@ -5,7 +5,7 @@
 // The tile goes through wlo and whi (free after the last step's barrier) as 64 tokens x 32 rows of f32
 // bits, each row XOR-swizzled by the token so that neither the writers nor the readers share banks;
 // then 4 threads make a token's unit, 8 rows each, sharing their max |v| and sums of q through wf.
-@group(0) @binding(5) var<storage, read_write> hq: array<vec4u>;  // [token][unit]: 8 words
+@group(0) @binding(5) var<storage, read_write> hq: array<vec2u>;  // [token][unit]: 8 words, 2 per thread
 @group(0) @binding(6) var<storage, read_write> hs: array<vec2f>;  // [token][unit]: (d, sum of q)
 const H_Q8 = true;
 
@@ -46,8 +46,7 @@ fn store_h_q8(acc: ptr<function, array<vec4f, ACC_LEN>>, rt: u32, tr: u32, tt: u
   let t = t0 + tl;
   let u = t * (ROWS / 32u) + rt;
   if (t < n_tokens) {
-    hq[2u * u + p / 2u][2u * (p % 2u)] = pack4xI8(q0);
-    hq[2u * u + p / 2u][2u * (p % 2u) + 1u] = pack4xI8(q1);
+    hq[4u * u + p] = vec2u(pack4xI8(q0), pack4xI8(q1));  // a token's 4 threads: its unit's 32 bytes
   }
   workgroupBarrier();
   if (p == 0u && t < n_tokens) {
