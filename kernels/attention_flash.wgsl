@@ -132,6 +132,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let cg = (lid & 1u) | (((lid % 128u) >> 4u) << 1u);
   let ps = hf * TILE;  // this half's first position in a step, in kv and pt
 
+  // The first step's keys and values are loaded first: their latency hides behind the queries'.
+  var kr = load_keys(begin, clamp_end, kvh, lid);
+  var vr = load_values(begin, clamp_end, kvh, lid);
   stage_queries(t0, T, h0, lid);  // QIN
   var last: array<u32, 4>;  // the last position each of the thread's rows sees
   for (var i = 0u; i < 4u; i++) { last[i] = step.pos0 + min(t0 + (rg + 8u * i) / G, T - 1u); }
@@ -139,8 +142,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var m = vec4f(NEG);      // the running max of rows rg + 8i, in log2 units
   var l = vec4f(0.0);      // this thread's share of their sums, scaled like o
   var o: array<vec4f, 8>;  // [dim cg HD/16 + k]: the 4 rows' outputs
-  var kr = load_keys(begin, clamp_end, kvh, lid);
-  var vr = load_values(begin, clamp_end, kvh, lid);
   for (var b = begin; b < end; b += STEP) {
     for (var n = 0u; n < NL; n++) { kv[lid + n * WG] = kr[n]; }
     workgroupBarrier();  // publishes the keys (and the queries)

@@ -21,6 +21,21 @@ fn qt_set(r: u32, d: u32, v: f32) { qt[r * QST + d / 4u][d % 4u] = v; }
 // per row add up its squares (through red, free until the first step) and rotate its pairs in place,
 // each pair read and written by one thread. Every thread calls it.
 fn stage_queries(t0: u32, T: u32, h0: u32, lid: u32) {
+  let tpr = WG / ROWS;  // threads per row
+  let r = lid / tpr;
+  let p = lid % tpr;
+  let pos = step.pos0 + min(t0 + r / G, T - 1u);
+  // The thread's rotation pairs j = p, p + tpr, ... (at most 16: HD <= 128, tpr >= 4): their (cos, sin)
+  // and norm weights loaded with the raw rows, so that no load waits behind the barriers.
+  let half = ROT / 2u;
+  var cs: array<vec2f, 16>;
+  var nab: array<vec2f, 16>;
+  for (var n = 0u; n < 16u; n++) {
+    let j = p + n * tpr;
+    if (j >= half) { break; }
+    cs[n] = rope[pos * half + j];
+    if (QK_NORM) { nab[n] = select(vec2f(aux[2u * j], aux[2u * j + 1u]), vec2f(aux[j], aux[j + half]), NEOX); }
+  }
   let row_vec4s = (NH + 2u * NKV) * HD4;
   for (var i = lid; i < ROWS * HD4; i += WG) {
     let r = i / HD4;
@@ -34,10 +49,6 @@ fn stage_queries(t0: u32, T: u32, h0: u32, lid: u32) {
     qt[r * QST + i % HD4] = v;
   }
   workgroupBarrier();
-  let tpr = WG / ROWS;  // threads per row
-  let r = lid / tpr;
-  let p = lid % tpr;
-  let pos = step.pos0 + min(t0 + r / G, T - 1u);
   var inv = 1.0;
   if (QK_NORM) {
     var ss = 0.0;
@@ -51,17 +62,18 @@ fn stage_queries(t0: u32, T: u32, h0: u32, lid: u32) {
     for (var j = r * tpr; j < (r + 1u) * tpr; j++) { tot += red[j / 4u][j % 4u]; }
     inv = inverseSqrt(tot / f32(HD) + EPS);
   }
-  let half = ROT / 2u;
   let sc = SCALE * LOG2E;
-  for (var j = p; j < half; j += tpr) {
+  for (var n = 0u; n < 16u; n++) {
+    let j = p + n * tpr;
+    if (j >= half) { break; }
     var ia = 2u * j;
     var ib = 2u * j + 1u;
     if (NEOX) { ia = j; ib = j + half; }
     var ab = vec2f(qt_at(r, ia), qt_at(r, ib));
-    if (QK_NORM) { ab *= inv * vec2f(aux[ia], aux[ib]); }
-    let cs = rope[pos * half + j];
-    qt_set(r, ia, (ab.x * cs.x - ab.y * cs.y) * sc);
-    qt_set(r, ib, (ab.x * cs.y + ab.y * cs.x) * sc);
+    if (QK_NORM) { ab *= inv * nab[n]; }
+    let c = cs[n];
+    qt_set(r, ia, (ab.x * c.x - ab.y * c.y) * sc);
+    qt_set(r, ib, (ab.x * c.y + ab.y * c.x) * sc);
   }
   for (var d = ROT + p; d < HD; d += tpr) {  // dims past the rotated ones
     var v = qt_at(r, d);
