@@ -13,8 +13,8 @@
 override D: u32;
 override EPS: f32;
 override WG: u32 = 256u;  // a power of two, at least 8
-override KEEP: u32 = 4u;
-override F32_OUT: bool = true;  // false: y is not stored (every reader of this pass takes the units)  // quads per thread held in registers, 1..4 (GraphBuilder: as many as D needs)
+override KEEP: u32 = 4u;        // quads per thread held in registers, 1..4 (GraphBuilder: as many as D needs)
+override F32_OUT: bool = true;  // false: y is not stored (every reader of this pass takes the units)
 
 @group(0) @binding(0) var<storage, read_write> y: array<vec4f>;
 @group(0) @binding(1) var<storage, read_write> sum: array<vec4f>;
