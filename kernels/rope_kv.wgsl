@@ -1,7 +1,9 @@
 // After the QKV matmul: per (token, head) — the head as attention reads it (rope_head.wgsl: bias,
 // QK-norm, RoPE), written as q for attention or appended as k, v at this token's position in the
 // paged KV cache, as f16 pairs packed in u32 words (no shader-f16 needed; attention.wgsl unpacks
-// them). Decode steps skip it when attention_decode.wgsl does this itself (q_in_rope.wgsl).
+// them). Decode steps skip it when attention_decode.wgsl does this itself (q_in_rope.wgsl); passes that
+// flash attention serves make only the key and value heads (FIRST_HEAD), the queries being made there
+// (q_flash_rope.wgsl).
 // HD <= 128: 64 threads a head, RH_SLOTS heads of one token per workgroup (long passes: fewer, larger
 // workgroups; a one-token pass keeps one head each, so its 48-odd heads spread over as many SMs).
 //!include common
