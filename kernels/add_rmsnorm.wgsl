@@ -38,12 +38,28 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var kept: array<vec4f, 4>;
   var wkept: array<vec4f, 4>;
   var ss = 0.0;
-  for (var i = lid; i < quads; i += WG) {
+  // The kept quads by a loop of constant trip count, so that kept and wkept have constant indices
+  // (registers: a dynamically indexed array goes to local memory), their loads issued together; then
+  // the quads past KEEP x WG, which the second pass reads back from sum. The squares are added in the
+  // same order as one loop over i = lid, lid + WG, ...
+  for (var k = 0u; k < KEEP; k++) {
+    let i = lid + k * WG;
+    if (i < quads) {
+      kept[k] = a[base + i] + b[base + i];
+      wkept[k] = weight[i];
+    }
+  }
+  for (var k = 0u; k < KEEP; k++) {
+    let i = lid + k * WG;
+    if (i < quads) {
+      sum[base + i] = kept[k];
+      ss += dot(kept[k], kept[k]);
+    }
+  }
+  for (var i = lid + KEEP * WG; i < quads; i += WG) {
     let v = a[base + i] + b[base + i];
     sum[base + i] = v;
     ss += dot(v, v);
-    let k = i / WG;
-    if (k < KEEP) { kept[k] = v; wkept[k] = weight[i]; }
   }
   let inv = inverseSqrt(block_sum(ss, lid) / f32(D) + EPS);
   for (var r0 = 0u; r0 < quads; r0 += per_round) {  // the same trip count in every thread (barriers inside)
