@@ -65,21 +65,25 @@ struct Staged {
   hi: vec4u,
   f: vec2f,
 }
-// Unit i of step s's tile: weight units first ([unit][row]), then x units ([unit][token]); zeros past
-// the matrix, the pass or the row (they add nothing).
+// Unit i of step s's tile: weight units first, then x units; zeros past the matrix, the pass or the
+// row (they add nothing). Neighbouring i are the step's UPS units of one row (or token), side by side
+// in memory, so a warp's loads cover whole sectors; workgroup memory holds them [unit][row] (or
+// [unit][token]) for the products: slot(i).
+fn slot(i: u32) -> u32 { return (i % UPS) * 64u + i / UPS; }
 fn stage(s: u32, i: u32, rt: u32, t0: u32, n_tokens: u32) -> Staged {
   var st = Staged(vec4u(0u), vec4u(0u), vec2f(0.0));
   if (i < 64u * UPS) {
-    let u = s * UPS + i / 64u;
-    let r = real_row(rt, i % 64u);
+    let u = s * UPS + i % UPS;
+    let v = i / UPS;  // virtual row
+    let r = real_row(rt, v);
     if (u < COLS / 32u && r < ROWS) {
-      let wu = w_load((r + select(0u, ROWS, GATED && i % 64u >= 32u)) * w_row_bytes(), u);
+      let wu = w_load((r + select(0u, ROWS, GATED && v >= 32u)) * w_row_bytes(), u);
       st = Staged(w_gemm_codes(wu.lo), w_gemm_codes(wu.hi), w_floats(wu));
     }
   } else {
     let j = i - 64u * UPS;
-    let u = s * UPS + j / 64u;
-    let t = t0 + j % 64u;
+    let u = s * UPS + j % UPS;
+    let t = t0 + j / UPS;
     if (u < COLS / 32u && t < n_tokens) {
       let xu = x_unit(t, u);
       st = Staged(xu.lo, xu.hi, vec2f(xu.d, xu.d * xu.s));
@@ -89,11 +93,11 @@ fn stage(s: u32, i: u32, rt: u32, t0: u32, n_tokens: u32) -> Staged {
 }
 fn put(i: u32, st: Staged) {
   if (i < 64u * UPS) {
-    wlo[i] = st.lo;
-    whi[i] = st.hi;
-    wf[i] = st.f;
+    wlo[slot(i)] = st.lo;
+    whi[slot(i)] = st.hi;
+    wf[slot(i)] = st.f;
   } else {
-    let j = i - 64u * UPS;
+    let j = slot(i - 64u * UPS);
     xlo[j] = st.lo;
     xhi[j] = st.hi;
     xf[j] = st.f;
