@@ -18,9 +18,9 @@ const Y_ROPE = true;
 fn y_rope(lid: u32, row0: u32, scale: f32) {
   let lane = lid % LANES;
   if (lane >= 2u || row0 >= ROWS) { return; }
-  let base = lid - lane;  // lane 0 of the group: red holds row j's sum at j * WG + base
-  let a = red[base] * scale;
-  let b = red[WG + base] * scale;
+  let base = lid - lane;  // lane 0 of the group (write_sums' partials, matvec_sums.wgsl)
+  let a = lane_sum(0u, base) * scale;
+  let b = lane_sum(1u, base) * scale;
   let pos = step.pos0;
   let h = row0 / HD;  // q heads, then k, then v
   let e = row0 % HD;
