@@ -39,6 +39,13 @@ uint32_t attention_split(uint32_t split, uint32_t positions, uint32_t n_tokens, 
   if (const uint32_t span = flash_nh ? flash_split_span(positions, n_tokens, flash_nh) : 0) return span;
   return n_tokens == 1 && (positions + split - 1) / split > kAttnWideSplits ? 2 * split : split;
 }
+// The constants of a kernel that makes query heads from raw qkv rows (q_in_rope.wgsl, q_flash_rope.wgsl):
+// which dims rotate and how, and the bias and QK-norm before the rotation.
+static void set_rope_constants(gpu::KernelKey& key, const GraphBuilder::AttnShape& s) {
+  for (auto [name, v] : std::map<std::string, double>{{"ROT", s.rot}, {"NEOX", s.neox}, {"QK_NORM", s.qk_norm},
+                                                      {"HAS_BIAS", s.bias}, {"EPS", s.eps}})
+    key.constants[name] = v;
+}
 // Block reductions through subgroup operations where the device has them (reduce_sg.wgsl).
 std::string GraphBuilder::reduce_snippet() const {
   return subgroups_ && k_.device().info().subgroups ? "reduce_sg" : "reduce_wg";
@@ -134,9 +141,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
                            k_.device().limits().maxStorageBuffersPerShaderStage >= 10;
     if (rope_here) {
       f.key.includes["QIN"] = "q_flash_rope";
-      for (auto [name, v] : std::map<std::string, double>{{"ROT", s.rot}, {"NEOX", s.neox}, {"QK_NORM", s.qk_norm},
-                                                          {"HAS_BIAS", s.bias}, {"EPS", s.eps}})
-        f.key.constants[name] = v;
+      set_rope_constants(f.key, s);
       f.bindings[1] = *rope_->qkv;
       f.bindings.push_back(*rope_->aux), f.bindings.push_back(*rope_->rope);
       Dispatch& r = g_.ops[rope_->op];
@@ -191,9 +196,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     const bool rope_here = rope_in_decode_ && rope_ && rope_->op + 1 == g_.ops.size() - 1;
     if (rope_here) {
       o.key.includes["QIN"] = "q_in_rope";
-      for (auto [name, v] : std::map<std::string, double>{{"ROT", s.rot}, {"NEOX", s.neox}, {"QK_NORM", s.qk_norm},
-                                                          {"HAS_BIAS", s.bias}, {"EPS", s.eps}})
-        o.key.constants[name] = v;
+      set_rope_constants(o.key, s);
       o.bindings = {att, *rope_->qkv, k_cache, v_cache, pages, *step_, *rope_->aux, *rope_->rope};
       g_.ops[rope_->op].skip_decode_max = kAttnDecodeMax;
     }
