@@ -27,7 +27,9 @@ fn write_sums(acc: ptr<function, array<f32, 32>>, lid: u32, row0: u32, t0: u32, 
     let base = lid - lane;  // the group's partials start at its lane 0
     var r = lane_sum(t * RPL + j, base) * scale;
     if (GATED) { r = r / (1.0 + exp(-r)) * lane_sum((TT + t) * RPL + j, base) * scale; }
-    y[(t0 + t) * Y_STRIDE + Y_OFFSET + row0 + j] = r;
+    let i = (t0 + t) * Y_STRIDE + Y_OFFSET + row0 + j;
+    r += y_extra(i);  // YOUT y_resid: the residual stream's sum
+    y[i] = r;
     if (KEEP_SUMS) { kept[(lid / LANES) * RPL + j] = r; }
   }
 }

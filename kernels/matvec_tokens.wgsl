@@ -7,6 +7,7 @@
 //!include x_q8
 //!include DOT
 //!include matvec_sums
+//!include y_plain
 
 override ROWS: u32;
 override COLS: u32;

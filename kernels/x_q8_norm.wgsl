@@ -13,6 +13,9 @@
 @group(0) @binding(4) var<storage, read> xb: array<vec4f>;
 @group(0) @binding(5) var<storage, read> xnorm: array<vec4f>;
 override NORM_EPS: f32;
+// false: the matvec before stored the sum itself (y_resid.wgsl) and xa is it: xb is not read and xsum
+// not written (both still bound).
+override X_TWO: bool = true;
 const X_BINDINGS = 6u + X_EMIT_BINDINGS;
 
 struct XUnit {
@@ -31,8 +34,11 @@ fn x_prepare(lid: u32, first_group: bool) {
     var ss = 0.0;
     for (var i = 0u; i < 8u; i++) {
       let k = u * 8u + i;
-      let s = xa[k] + xb[k];
-      if (first_group) { xsum[k] = s; }
+      var s = xa[k];
+      if (X_TWO) {
+        s += xb[k];
+        if (first_group) { xsum[k] = s; }
+      }
       ss += dot(s, s);
       v[i] = s * xnorm[k];
     }

@@ -1,3 +1,5 @@
-// matvec.wgsl's rows stored as y (write_sums): the default of its YOUT (y_rope.wgsl is the other).
+// matvec.wgsl's rows stored as y (write_sums): the default of its YOUT (y_rope.wgsl and y_resid.wgsl
+// are the others).
 const Y_ROPE = false;
 fn y_rope(lid: u32, row0: u32, scale: f32) {}
+fn y_extra(i: u32) -> f32 { return 0.0; }  // y_resid.wgsl adds the residual

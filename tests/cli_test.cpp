@@ -178,10 +178,10 @@ TEST(Cli, BenchReportsAndKnocksOutRoles) {
   EXPECT_NE(r.out.find("warm-up"), std::string::npos) << r.out;
   EXPECT_GE(nlohmann::json::parse(read_file(json.string())).at("warmup_runs").get<uint32_t>(), 1u);
 
-  r = run_ztvm("bench -m " + m + " -p 8 -n 8 -r 2 --warmup 0 --knockout matvec_q8_q4_0 --json " + json.string());
+  r = run_ztvm("bench -m " + m + " -p 8 -n 8 -r 2 --warmup 0 --knockout matvec_q8_q4_0_norm --json " + json.string());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("dispatches per run left out"), std::string::npos) << r.out;
-  EXPECT_EQ(nlohmann::json::parse(read_file(json.string())).at("knockout")[0], "matvec_q8_q4_0");
+  EXPECT_EQ(nlohmann::json::parse(read_file(json.string())).at("knockout")[0], "matvec_q8_q4_0_norm");
   fs::remove(json);
 
   expect_clean_error(run_ztvm("bench -m " + m + " -p 8 -n 8 -r 1 --knockout no_such_role"), "knocked-out role");

@@ -335,6 +335,52 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
   }
 }
 
+// The o projection and the residual step at decode: quantize_q8, the o matvec, add_rmsnorm, the matvec
+// after it. In one-token passes the o matvec stores a + Wo x itself (y_resid.wgsl), the add_rmsnorm is
+// skipped and the next matvec reads that sum alone (x_q8_norm.wgsl, X_TWO off); three-token passes run
+// all four as before. Both must store the same residual sum and give the CPU twin's output.
+TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
+  gpu::Kernels k(device());
+  const uint32_t d = 256, cols = 512;  // o: d x cols (the heads' width)
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K}) {
+    EncodedMatrix wo(t, d, cols, 81), w2(GgmlType::Q4_0, 96, d, 82);
+    Matrix mo = upload_matrix(device(), "test.wo", {&wo.view}), m2 = upload_matrix(device(), "test.w2", {&w2.view});
+    for (uint32_t T : {1u, 3u}) {
+      std::vector<float> x = random_vec((size_t)T * cols, 83), a = random_vec((size_t)T * d, 84), nw = random_vec(d, 85, 0.3f);
+      gpu::Buffer xb = upload("test.x", x), ab = upload("test.a", a), nwb = upload("test.norm", nw);
+      gpu::Buffer proj = device().buffer("test.proj", T * d * 4), sum = device().buffer("test.sum", T * d * 4);
+      gpu::Buffer xn = device().buffer("test.xn", T * d * 4), y = device().buffer("test.y", T * 96 * 4);
+      gpu::Buffer xq = device().buffer("test.xq", 4 * cols), xs = device().buffer("test.xs", 4 * cols / 32 * 8);
+      gpu::Buffer step = step_buffer(0, T);
+      Graph g;
+      GraphBuilder b(k, g, step);
+      b.use_q8_x(xq, xs, 4);
+      b.matmul(proj, xb, mo);
+      b.add_rmsnorm(xn, sum, ab, proj, nwb, d, 1e-5f);
+      b.matmul(y, xn, m2);
+      ASSERT_EQ(g.ops.size(), 4u);
+      EXPECT_EQ(g.ops[1].single_role, std::string("matvec_q8_") + (t == GgmlType::Q4_0 ? "q4_0" : "q4_k") + "_resid");
+      EXPECT_EQ(g.ops[2].variant(1), Variant::Skip);
+      gpu::Recorder rec(device(), "test.resid");
+      g.encode(rec, 0, T);
+      EXPECT_EQ(rec.dispatches(), T == 1 ? 3u : 4u) << type_name(t);
+      rec.submit();
+      device().wait_idle();
+      std::vector<float> want_sum, want_y;
+      for (uint32_t i = 0; i < T; i++) {
+        const std::vector<float> o = ref::matmul(wo.ref(), ref::quantize_q8(std::vector<float>(&x[i * cols], &x[(i + 1) * cols])));
+        std::vector<float> s(d);
+        for (uint32_t j = 0; j < d; j++) s[j] = a[i * d + j] + o[j];
+        const std::vector<float> yy = ref::matmul(w2.ref(), ref::quantize_q8(ref::rmsnorm(s, nw, d, 1e-5f)));
+        want_sum.insert(want_sum.end(), s.begin(), s.end());
+        want_y.insert(want_y.end(), yy.begin(), yy.end());
+      }
+      EXPECT_LT(nmse(read(sum, (size_t)T * d), want_sum), 1e-10) << type_name(t) << " T=" << T;
+      EXPECT_LT(nmse(read(y, (size_t)T * 96), want_y), 1e-8) << type_name(t) << " T=" << T;
+    }
+  }
+}
+
 // Short passes: token groups of TT through the int8 matvec (Variant::Few), plain and gated, with
 // partial last groups, several rows per lane, and columns enough for 64 lanes (the forward pass's
 // configuration is 4 tokens x 2 rows x 16 lanes).

@@ -276,6 +276,30 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       norm_producer_[0].op + 1 == g_.ops.size() && norm_producer_[0].y == &x && norm_producer_[0].d == w.cols &&
       w.cols <= kNormMaxCols)
     norm = &norm_producer_[0];
+  // The x_q8_norm's inputs. Where a one-token matvec made b just before the add_rmsnorm (the o or down
+  // projection), that matvec now stores the residual step's sum itself (y_resid.wgsl) in one-token
+  // passes, and this one reads the sum alone (X_TWO off): each of its workgroups reads two vectors
+  // instead of three, and none stores the sum.
+  struct { const gpu::Buffer *sum, *a, *b; } nin{};
+  bool resid = false;
+  if (norm) {
+    nin = {norm->sum, norm->a, norm->b};
+    resid = !resid_matvec_.empty() && resid_matvec_[0].op + 1 == norm->op && resid_matvec_[0].y == norm->b;
+    if (resid) {
+      const Q8Producer& m = resid_matvec_[0];
+      gpu::KernelKey key = m.key;
+      key.includes["YOUT"] = "y_resid";
+      std::vector<gpu::Binding> b = m.bindings;
+      b[0] = *norm->sum;
+      b.push_back(*norm->a);
+      Dispatch& d = g_.ops[m.op];
+      d.single = &k_.get(key);
+      d.single_group = k_.device().bind(*d.single, b, "matvec_q8_resid:" + norm->sum->label());
+      d.single_role += "_resid";
+      nin = {norm->b, norm->sum, norm->sum};  // xsum bound but not written; xb bound but not read
+    }
+  }
+  resid_matvec_.clear();
   if (q8) {
     const uint64_t units = (uint64_t)q8_max * w.cols / 32;
     if (xq_->size() < units * 32 || xs_->size() < units * 8)
@@ -360,6 +384,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       mc["RPL"] = rpl, mc["LANES"] = lanes_here, mc["WG"] = wg;
       if (tt > 1) mc["TT"] = tt;
       if (fused) mc["GROUPS"] = groups, mc["NORM_EPS"] = norm->eps;
+      if (fused && resid) mc["X_TWO"] = 0;
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
       if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
@@ -373,10 +398,10 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       Dispatch& d = g_.ops.back();
       gpu::BindGroup bg =
           tt > 1   ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_, *step_}, kind + ":" + y.label())
-          : two ? k_.device().bind(mv, {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w, two->buf}, kind + "_norm:" + y.label())
+          : two ? k_.device().bind(mv, {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w, two->buf}, kind + "_norm:" + y.label())
           : fused && more_parts
-              ? k_.device().bind(mv, {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w, *xq_, *xs_}, kind + "_norm:" + y.label())
-          : fused  ? k_.device().bind(mv, {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w}, kind + "_norm:" + y.label())
+              ? k_.device().bind(mv, {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w, *xq_, *xs_}, kind + "_norm:" + y.label())
+          : fused  ? k_.device().bind(mv, {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w}, kind + "_norm:" + y.label())
           : int8_x ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_}, kind + ":" + y.label())
                    : k_.device().bind(mv, {y, x, p.buf}, kind + ":" + y.label());
       const std::string role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) +
@@ -386,15 +411,19 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       // QKV's heads as rope_kv would in long decode steps (rope_kv() decides, y_rope.wgsl).
       if (fused && !more_parts && !w.gated && rpl == 2 && p.row0 == 0)
         rope_matvec_.assign(1, Q8Producer{g_.ops.size() - 1, &y, {"matvec", inc, mc},
-                                          {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w}});
+                                          {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w}});
       // A matvec that makes x in the workgroup and owns whole 32-row units can also store y as int8
       // units (into xq/xs, which it does not read) for a matvec after it (emit_q8_from_matvec).
       if (fused && !more_parts && groups * rpl == 32 && p.row0 % 32 == 0) {
         gpu::KernelKey ek{"matvec", inc, mc};
         ek.includes["XOUT"] = "x_out_q8";
         q8_matvec_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, ek,
-                                                 {y, *norm->sum, p.buf, *norm->a, *norm->b, *norm->w}});
+                                                 {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w}});
       }
+      // A plain one-token matvec on int8 x of one part: if an add_rmsnorm follows whose work the next
+      // matvec takes, this one can store the residual's sum (see above, y_resid.wgsl).
+      if (tt == 1 && !fused && int8_x && !one_token && !more_parts && !w.gated && p.row0 == 0)
+        resid_matvec_.assign(1, Q8Producer{g_.ops.size() - 1, &y, {"matvec", inc, mc}, {y, *xq_, p.buf, *xs_}});
       if (tt == 1) {
         d.single = &mv, d.single_group = std::move(bg), d.single_role = role;
         d.single_groups = (p.rows + (two ? two->rows : 0) + groups * rpl - 1) / (groups * rpl);

@@ -333,6 +333,10 @@ class GraphBuilder {
   // The decode matvec just added, if it can store a QKV's rows as rope_kv would (y_rope.wgsl: one
   // part, x made in the workgroup, RPL 2): its one-token key and bindings, for rope_kv().
   std::vector<Q8Producer> rope_matvec_;  // empty or one
+  // The decode matvec just added, if it is a plain one-token matvec on int8 x that could add the
+  // residual to its rows (y_resid.wgsl): its one-token key and bindings, for the fused-norm matvec
+  // after the add_rmsnorm that follows it.
+  std::vector<Q8Producer> resid_matvec_;  // empty or one
   bool emit_q8_from_matvec(const gpu::Buffer& x);
   void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
                    std::optional<AttnDirect> flash = std::nullopt, std::optional<AttnDirect> decode = std::nullopt);
