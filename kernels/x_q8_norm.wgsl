@@ -4,7 +4,8 @@
 // is one number per token, and scaling a unit does not change its int8 codes, only its d, so the
 // workgroup packs x * weight (q8_pack) into workgroup memory and multiplies each row's sum by r at
 // the end. Workgroup 0 also stores x, the new residual stream. Every workgroup reads all of a, b and
-// weight (from L2), so the host gives it many rows (GROUPS lane groups). One token; COLS % 32 == 0.
+// weight (from L2), so the host gives it many rows (GROUPS lane groups); where the matvec before stored
+// the sum itself (X_TWO off, y_resid.wgsl), only x and weight. One token; COLS % 32 == 0.
 // XEMIT: x_emit_q8 where later parts of the matrix read x as int8 units, else x_emit_none.
 //!include q8_pack
 //!include XEMIT
