@@ -378,12 +378,17 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       // 6,144-row QKV in 128 workgroups of 48 rows rather than 192 of 32, +1.4% decode; on the 1B's
       // 3,072 rows 24 and 16 lost 0-1% (bench/EXPERIMENTS.md).
       const uint32_t norm_rows = !w.gated && p.rows > 128 * kNormRows ? 48 : kNormRows;
-      const uint32_t groups = fused ? norm_rows / rpl : 2;
+      // Plain one-token matvecs: two lane groups a workgroup, or one where a group is one warp of 32
+      // lanes (H200: +3.0% decode on Llama-3.2-1B Q4_0, +2.6% on Q4_K_M, whose o projection and LM head
+      // are such; more groups a workgroup lost 1-9%, one group of 16 or 128 lanes 1.5-1.9%:
+      // bench/EXPERIMENTS.md).
+      const uint32_t groups = fused ? norm_rows / rpl : tt == 1 && lanes == 32 ? 1 : 2;
       const uint32_t lanes_here = tt > 1 ? q8_lanes_ : groups * lanes > 1024 ? 32 : lanes;
       const uint32_t wg = tt == 1 ? groups * lanes_here : 64;
       mc["RPL"] = rpl, mc["LANES"] = lanes_here, mc["WG"] = wg;
       if (tt > 1) mc["TT"] = tt;
       if (fused) mc["GROUPS"] = groups, mc["NORM_EPS"] = norm->eps;
+      if (tt == 1 && !fused) mc["GROUPS"] = groups;
       if (fused && resid) mc["X_TWO"] = 0;
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
