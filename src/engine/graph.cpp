@@ -387,8 +387,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       const uint32_t wg = tt == 1 ? groups * lanes_here : 64;
       mc["RPL"] = rpl, mc["LANES"] = lanes_here, mc["WG"] = wg;
       if (tt > 1) mc["TT"] = tt;
-      if (fused) mc["GROUPS"] = groups, mc["NORM_EPS"] = norm->eps;
-      if (tt == 1 && !fused) mc["GROUPS"] = groups;
+      if (tt == 1) mc["GROUPS"] = groups;
+      if (fused) mc["NORM_EPS"] = norm->eps;
       if (fused && resid) mc["X_TWO"] = 0;
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
