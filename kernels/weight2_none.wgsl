@@ -2,5 +2,6 @@
 // is all but a two-type QKV's one-token dispatch (weight2_binding.wgsl): stubs the kernel's calls
 // compile against, never called.
 const W2_TWO = false;
+const W2_BINDINGS = 0u;
 fn w2_row_bytes() -> u32 { return 0u; }
 fn w2_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 { return 0.0; }

@@ -5,18 +5,14 @@
 // workgroup packs x * weight (q8_pack) into workgroup memory and multiplies each row's sum by r at
 // the end. Workgroup 0 also stores x, the new residual stream. Every workgroup reads all of a, b and
 // weight (from L2), so the host gives it many rows (GROUPS lane groups); where the matvec before stored
-// the sum itself (X_TWO off, y_resid.wgsl), only x and weight. One token; COLS % 32 == 0.
+// the sum itself (XTWO = x_two_none, y_resid.wgsl), only x and weight. One token; COLS % 32 == 0.
 // XEMIT: x_emit_q8 where later parts of the matrix read x as int8 units, else x_emit_none.
 //!include q8_pack
 //!include XEMIT
-@group(0) @binding(1) var<storage, read_write> xsum: array<vec4f>;
+//!include XTWO x_two_add
 @group(0) @binding(3) var<storage, read> xa: array<vec4f>;
-@group(0) @binding(4) var<storage, read> xb: array<vec4f>;
 @group(0) @binding(5) var<storage, read> xnorm: array<vec4f>;
 override NORM_EPS: f32;
-// false: the matvec before stored the sum itself (y_resid.wgsl) and xa is it: xb is not read and xsum
-// not written (both still bound).
-override X_TWO: bool = true;
 const X_BINDINGS = 6u + X_EMIT_BINDINGS;
 
 struct XUnit {
@@ -35,11 +31,7 @@ fn x_prepare(lid: u32, first_group: bool) {
     var ss = 0.0;
     for (var i = 0u; i < 8u; i++) {
       let k = u * 8u + i;
-      var s = xa[k];
-      if (X_TWO) {
-        s += xb[k];
-        if (first_group) { xsum[k] = s; }
-      }
+      let s = x_two(k, xa[k], first_group);
       ss += dot(s, s);
       v[i] = s * xnorm[k];
     }

@@ -3,11 +3,14 @@
 // query heads rotated to y (bound to q), the key heads rotated and the value heads as they are into
 // this token's slots of the f16 caches. RPL = 2: a lane group's two rows are one rope pair (dims e,
 // e + 1 of a head, e even), whose sums lanes 0 and 1 of the group read from write_sums' reduction.
-@group(0) @binding(X_BINDINGS) var<storage, read_write> k_cache: array<u32>;      // as rope_kv.wgsl
-@group(0) @binding(X_BINDINGS + 1u) var<storage, read_write> v_cache: array<u32>;
-@group(0) @binding(X_BINDINGS + 2u) var<storage, read> pages: array<u32>;
-@group(0) @binding(X_BINDINGS + 3u) var<storage, read> rope: array<vec2f>;       // [pos][ROT / 2] (cos, sin)
-@group(0) @binding(X_BINDINGS + 4u) var<uniform> step: Step;
+// On a two-type QKV (a Q4_K_M file's q|k Q4_K, v Q6_K) the value heads are the second type's rows,
+// and these bindings follow its weights'.
+const Y_BINDING = X_BINDINGS + W2_BINDINGS;
+@group(0) @binding(Y_BINDING) var<storage, read_write> k_cache: array<u32>;      // as rope_kv.wgsl
+@group(0) @binding(Y_BINDING + 1u) var<storage, read_write> v_cache: array<u32>;
+@group(0) @binding(Y_BINDING + 2u) var<storage, read> pages: array<u32>;
+@group(0) @binding(Y_BINDING + 3u) var<storage, read> rope: array<vec2f>;       // [pos][ROT / 2] (cos, sin)
+@group(0) @binding(Y_BINDING + 4u) var<uniform> step: Step;
 override HD: u32;
 override NH: u32;
 override NKV: u32;
@@ -18,7 +21,7 @@ fn y_extra(i: u32) -> f32 { return 0.0; }
 
 fn y_rope(lid: u32, row0: u32, scale: f32) {
   let lane = lid % LANES;
-  if (lane >= 2u || row0 >= ROWS) { return; }
+  if (lane >= 2u || row0 >= ROWS + ROWS2) { return; }
   let base = lid - lane;  // lane 0 of the group (write_sums' partials, matvec_sums.wgsl)
   let a = lane_sum(0u, base) * scale;
   let b = lane_sum(1u, base) * scale;

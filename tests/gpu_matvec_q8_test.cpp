@@ -233,73 +233,6 @@ TEST(Int8Matvec, TwoTypeQkvMakesXOnce) {
   }
 }
 
-// A Llama QKV (adjacent rope pairs, no QK-norm or bias) at decode: add_rmsnorm, the matvec, rope_kv.
-// One-token passes past 512 positions (those of the split attention): the matvec stores q rotated and
-// this token's key and value rows in the f16 caches itself (y_rope.wgsl) and rope_kv skips them;
-// earlier one-token passes and three-token passes run the plain matvec and rope_kv. Twin: rmsnorm,
-// quantize_q8, matmul, ref::rope_qkv, f16 rounding of the cache rows.
-TEST(Int8Matvec, QkvStoresRopedHeadsForOneToken) {
-  gpu::Kernels k(device());
-  const uint32_t d = 256, hd = 64, nh = 16, nkv = 8, page = 16, ctx = 640, qkvw = (nh + 2 * nkv) * hd;
-  EncodedMatrix w(GgmlType::Q4_0, qkvw, d, 71);
-  Matrix m = upload_matrix(device(), "test.qkv_w", {&w.view});
-  ModelConfig cfg;
-  cfg.rotary_dim = hd;
-  cfg.rope_theta = 10000.f;
-  const std::vector<float> table = rope_table(cfg, ctx);
-  std::vector<uint32_t> pages(ctx / page);
-  std::iota(pages.begin(), pages.end(), 0);
-  std::reverse(pages.begin(), pages.end());
-  const std::vector<float> aux(2 * hd + qkvw, 0.f);  // no norms or bias read (QK-norm off)
-  for (auto [pos0, T] : {std::pair{37u, 1u}, std::pair{600u, 1u}, std::pair{600u, 3u}}) {
-    const bool in_matvec = T == 1 && pos0 >= 512;
-    std::vector<float> a = random_vec((size_t)T * d, 72), b = random_vec((size_t)T * d, 73), nw = random_vec(d, 74, 0.3f);
-    gpu::Buffer ab = upload("test.a", a), bb = upload("test.b", b), nwb = upload("test.norm", nw);
-    gpu::Buffer xb = device().buffer("test.xb", T * d * 4), sum = device().buffer("test.sum", T * d * 4);
-    gpu::Buffer qkv = device().buffer("test.qkv", T * qkvw * 4), q = device().buffer("test.q", T * nh * hd * 4);
-    gpu::Buffer kc = device().buffer("test.k_cache", ctx * nkv * hd * 2), vc = device().buffer("test.v_cache", ctx * nkv * hd * 2);
-    gpu::Buffer xq = device().buffer("test.xq", 4 * d), xs = device().buffer("test.xs", 4 * d / 32 * 8);
-    gpu::Buffer auxb = upload("test.aux", aux), rope = upload("test.rope", table), pageb = device().buffer("test.pages", pages.size() * 4);
-    device().write(pageb, pages.data(), pages.size() * 4);
-    gpu::Buffer step = step_buffer(pos0, T);
-    Graph g;
-    GraphBuilder gb(k, g, step);
-    gb.use_q8_x(xq, xs, 4);
-    gb.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
-    gb.matmul(qkv, xb, m);
-    gb.rope_kv(q, kc, vc, qkv, auxb, rope, pageb, {hd, nh, nkv, hd, page, 32, false, false, false, 1e-6f});
-    ASSERT_EQ(g.ops.size(), 3u);
-    EXPECT_EQ(g.ops[1].long_single_role, "matvec_q8_q4_0_norm_rope");
-    gpu::Recorder rec(device(), "test.rope_in_matvec");
-    g.encode(rec, pos0, T);
-    // one-token passes skip the add_rmsnorm; those past 512 positions rope_kv too
-    EXPECT_EQ(rec.dispatches(), T == 3 ? 3u : in_matvec ? 1u : 2u) << "T=" << T << " pos0=" << pos0;
-    rec.submit();
-    device().wait_idle();
-    const std::vector<float> gq = read(q, (size_t)T * nh * hd);
-    const std::vector<uint16_t> gk = device().read_as<uint16_t>(kc, ctx * nkv * hd), gv = device().read_as<uint16_t>(vc, ctx * nkv * hd);
-    std::vector<float> want_q, want_kv, got_kv;
-    for (uint32_t t = 0; t < T; t++) {
-      std::vector<float> s(d);
-      for (uint32_t i = 0; i < d; i++) s[i] = a[t * d + i] + b[t * d + i];
-      std::vector<float> row = ref::matmul(w.ref(), ref::quantize_q8(ref::rmsnorm(s, nw, d, 1e-5f)));
-      ref::rope_qkv(row.data(), aux, false, {hd, nh, nkv, hd, false, false, 1e-6f}, pos0 + t, cfg.rope_theta, {});
-      ref::round_to_f16(&row[nh * hd], 2 * nkv * hd);
-      want_q.insert(want_q.end(), row.begin(), row.begin() + nh * hd);
-      want_kv.insert(want_kv.end(), row.begin() + nh * hd, row.end());
-      const uint32_t p = pos0 + t;
-      for (uint32_t i = 0; i < nkv * hd; i++) {  // the cache layouts of rope_kv.wgsl
-        const uint32_t kvh = i / hd, e = i % hd;
-        got_kv.push_back(f16_to_f32(gk[((((size_t)pages[p / page] * nkv + kvh) * (hd / 8) + e / 8) * page + p % page) * 8 + e % 8]));
-      }
-      for (uint32_t i = 0; i < nkv * hd; i++)
-        got_kv.push_back(f16_to_f32(gv[((size_t)pages[p / page] * page + p % page) * nkv * hd + i]));
-    }
-    EXPECT_LT(nmse(gq, want_q), 1e-8) << "T=" << T;
-    EXPECT_LT(nmse(got_kv, want_kv), 1e-6) << "T=" << T;  // a half can round the other way
-  }
-}
-
 // The FFN at decode: add_rmsnorm, gate|up, down. The gated matvec makes its x (above) and stores h
 // as int8 units itself, so one-token passes skip both the add_rmsnorm and the quantize_q8 before down.
 TEST(Int8Matvec, GatedStoresUnitsForDown) {
@@ -337,7 +270,7 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
 
 // The o projection and the residual step at decode: quantize_q8, the o matvec, add_rmsnorm, the matvec
 // after it. In one-token passes the o matvec stores a + Wo x itself (y_resid.wgsl), the add_rmsnorm is
-// skipped and the next matvec reads that sum alone (x_q8_norm.wgsl, X_TWO off); three-token passes run
+// skipped and the next matvec reads that sum alone (x_q8_norm.wgsl with x_two_none.wgsl); three-token passes run
 // all four as before. Both must store the same residual sum and give the CPU twin's output.
 TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
   gpu::Kernels k(device());

@@ -278,8 +278,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     norm = &norm_producer_[0];
   // The x_q8_norm's inputs. Where a one-token matvec made b just before the add_rmsnorm (the o or down
   // projection), that matvec now stores the residual step's sum itself (y_resid.wgsl) in one-token
-  // passes, and this one reads the sum alone (X_TWO off): each of its workgroups reads two vectors
-  // instead of three, and none stores the sum.
+  // passes, and this one reads the sum alone (x_two_none.wgsl): each of its workgroups reads two
+  // vectors instead of three, and none stores the sum (nin.sum and nin.b are then left unbound).
   struct { const gpu::Buffer *sum, *a, *b; } nin{};
   bool resid = false;
   if (norm) {
@@ -296,7 +296,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       d.single = &k_.get(key);
       d.single_group = k_.device().bind(*d.single, b, "matvec_q8_resid:" + norm->sum->label());
       d.single_role += "_resid";
-      nin = {norm->b, norm->sum, norm->sum};  // xsum bound but not written; xb bound but not read
+      nin = {nullptr, norm->sum, nullptr};
     }
   }
   resid_matvec_.clear();
@@ -389,10 +389,10 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       if (tt > 1) mc["TT"] = tt;
       if (tt == 1) mc["GROUPS"] = groups;
       if (fused) mc["NORM_EPS"] = norm->eps;
-      if (fused && resid) mc["X_TWO"] = 0;
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
       if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
+      if (fused && resid) inc["XTWO"] = "x_two_none";
       if (fused) inc["XEMIT"] = more_parts && !two ? "x_emit_q8" : "x_emit_none";
       if (two) {
         const std::string snippet2 = weight_snippet(two->type);
@@ -401,29 +401,34 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       }
       const gpu::Pipeline& mv = k_.get({tt == 1 ? "matvec" : "matvec_tokens", inc, mc});
       Dispatch& d = g_.ops.back();
+      std::vector<gpu::Binding> nb;  // the fused-norm bindings 0-5
+      if (fused) nb = {y, nin.sum ? gpu::Binding(*nin.sum) : nullptr, p.buf, *nin.a,
+                       nin.b ? gpu::Binding(*nin.b) : nullptr, *norm->w};
+      auto with = [&](std::vector<gpu::Binding> more) { more.insert(more.begin(), nb.begin(), nb.end()); return more; };
       gpu::BindGroup bg =
           tt > 1   ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_, *step_}, kind + ":" + y.label())
-          : two ? k_.device().bind(mv, {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w, two->buf}, kind + "_norm:" + y.label())
-          : fused && more_parts
-              ? k_.device().bind(mv, {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w, *xq_, *xs_}, kind + "_norm:" + y.label())
-          : fused  ? k_.device().bind(mv, {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w}, kind + "_norm:" + y.label())
+          : two ? k_.device().bind(mv, with({two->buf}), kind + "_norm:" + y.label())
+          : fused && more_parts ? k_.device().bind(mv, with({*xq_, *xs_}), kind + "_norm:" + y.label())
+          : fused  ? k_.device().bind(mv, nb, kind + "_norm:" + y.label())
           : int8_x ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_}, kind + ":" + y.label())
                    : k_.device().bind(mv, {y, x, p.buf}, kind + ":" + y.label());
       const std::string role = (int8_x ? "matvec_q8_" : "matvec_") + snippet.substr(7) +
                                (two ? "_" + weight_snippet(two->type).substr(7) : "") + (w.gated ? "_gated" : "") +
                                (fused ? "_norm" : "");
-      // A one-part matvec that makes x in the workgroup, a lane group's two rows a rope pair, can store a
-      // QKV's heads as rope_kv would in long decode steps (rope_kv() decides, y_rope.wgsl).
-      if (fused && !more_parts && !w.gated && rpl == 2 && p.row0 == 0)
-        rope_matvec_.assign(1, Q8Producer{g_.ops.size() - 1, &y, {"matvec", inc, mc},
-                                          {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w}});
+      // A matvec that makes x in the workgroup, a lane group's two rows a rope pair, can store a QKV's
+      // heads as rope_kv would in long decode steps (rope_kv() decides, y_rope.wgsl): of one part, or
+      // of two types in one dispatch where its bindings and y_rope's five fit the device's limit of
+      // storage buffers (those after a projection that stored the residual's sum bind two fewer).
+      const uint32_t storage = 6 - (nin.sum ? 0 : 1) - (nin.b ? 0 : 1) + (two ? 1 : 0) + 4;
+      if (fused && (!more_parts || two) && !w.gated && rpl == 2 && p.row0 == 0 &&
+          storage <= k_.device().limits().maxStorageBuffersPerShaderStage)
+        rope_matvec_.assign(1, Q8Producer{g_.ops.size() - 1, &y, {"matvec", inc, mc}, two ? with({two->buf}) : nb});
       // A matvec that makes x in the workgroup and owns whole 32-row units can also store y as int8
       // units (into xq/xs, which it does not read) for a matvec after it (emit_q8_from_matvec).
       if (fused && !more_parts && groups * rpl == 32 && p.row0 % 32 == 0) {
         gpu::KernelKey ek{"matvec", inc, mc};
         ek.includes["XOUT"] = "x_out_q8";
-        q8_matvec_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, ek,
-                                                 {y, *nin.sum, p.buf, *nin.a, *nin.b, *norm->w}});
+        q8_matvec_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, ek, nb});
       }
       // A plain one-token matvec on int8 x of one part: if an add_rmsnorm follows whose work the next
       // matvec takes, this one can store the residual's sum (see above, y_resid.wgsl).

@@ -60,7 +60,9 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
   // (Llama), and the dispatch skips them. Earlier steps keep the plain matvec: their attention makes the
   // heads itself, and the rotation in the matvec only cost there (H200: -1% decode on Llama-3.2-1B Q4_0
   // at short context, +4.7% at 4,096 positions; bench/EXPERIMENTS.md).
-  const bool in_matvec = !rope_matvec_.empty() && rope_matvec_[0].op + 1 == g_.ops.size() &&
+  // A two-type QKV's second part has a dispatch of its own in between, which one-token passes skip.
+  auto next_op = [&](size_t op) { return op + 1 < g_.ops.size() && g_.ops[op + 1].skip_one_token ? op + 2 : op + 1; };
+  const bool in_matvec = !rope_matvec_.empty() && next_op(rope_matvec_[0].op) == g_.ops.size() &&
                          rope_matvec_[0].y == &qkv && !s.neox && !s.qk_norm && !s.bias && s.rot % 2 == 0;
   if (in_matvec) {
     Q8Producer& m = rope_matvec_[0];

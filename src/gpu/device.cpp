@@ -414,14 +414,16 @@ Pipeline Device::pipeline(const std::string& label, const std::string& wgsl, con
 }
 
 BindGroup Device::bind(const Pipeline& p, const std::vector<Binding>& bindings, const std::string& label) {
-  std::vector<WGPUBindGroupEntry> e(bindings.size());
+  std::vector<WGPUBindGroupEntry> e;
   for (size_t i = 0; i < bindings.size(); i++) {
     const Binding& b = bindings[i];
-    e[i] = {};
-    e[i].binding = (uint32_t)i;
-    e[i].buffer = b.buffer->get();
-    e[i].offset = b.offset;
-    e[i].size = b.size ? b.size : b.buffer->size() - b.offset;
+    if (!b.buffer) continue;
+    WGPUBindGroupEntry& x = e.emplace_back();
+    x = {};
+    x.binding = (uint32_t)i;
+    x.buffer = b.buffer->get();
+    x.offset = b.offset;
+    x.size = b.size ? b.size : b.buffer->size() - b.offset;
   }
   WGPUBindGroupDescriptor d{};
   d.label = sv(label);

@@ -3,6 +3,7 @@
 // reported by Dawn (uncaptured, device lost, pipeline compilation) become GpuError exceptions.
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -80,6 +81,8 @@ struct Binding {
   uint64_t size = 0;
   Binding(const Buffer& b) : buffer(&b) {}  // NOLINT: implicit by design, so {a, b, c} reads well
   Binding(const Buffer& b, uint64_t off, uint64_t sz) : buffer(&b), offset(off), size(sz) {}
+  // A binding number the kernel leaves undeclared (a snippet variant that binds less): not bound.
+  Binding(std::nullptr_t) : buffer(nullptr) {}  // NOLINT: implicit, as above
 };
 
 class BindGroup {
