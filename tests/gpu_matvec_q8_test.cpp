@@ -270,8 +270,8 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
 
 // The o projection and the residual step at decode: quantize_q8, the o matvec, add_rmsnorm, the matvec
 // after it. In one-token passes the o matvec stores a + Wo x itself (y_resid.wgsl), the add_rmsnorm is
-// skipped and the next matvec reads that sum alone (x_q8_norm.wgsl with x_two_none.wgsl); three-token passes run
-// all four as before. Both must store the same residual sum and give the CPU twin's output.
+// skipped and the next matvec reads that sum alone (x_q8_norm.wgsl with x_two_none.wgsl); three-token
+// passes run all four as before. Both must store the same residual sum and give the CPU twin's output.
 TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
   gpu::Kernels k(device());
   const uint32_t d = 256, cols = 512;  // o: d x cols (the heads' width)

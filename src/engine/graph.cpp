@@ -418,7 +418,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       // A matvec that makes x in the workgroup, a lane group's two rows a rope pair, can store a QKV's
       // heads as rope_kv would in long decode steps (rope_kv() decides, y_rope.wgsl): of one part, or
       // of two types in one dispatch where its bindings and y_rope's five fit the device's limit of
-      // storage buffers (those after a projection that stored the residual's sum bind two fewer).
+      // storage buffers (those after a projection that stored the residual's sum bind two fewer). H200:
+      // +2.5% decode at 4,096 positions on Llama-3.2-1B Q4_K_M, whose v rows are Q6_K in 8 of 16 layers.
       const uint32_t storage = 6 - (nin.sum ? 0 : 1) - (nin.b ? 0 : 1) + (two ? 1 : 0) + 4;
       if (fused && (!more_parts || two) && !w.gated && rpl == 2 && p.row0 == 0 &&
           storage <= k_.device().limits().maxStorageBuffersPerShaderStage)
