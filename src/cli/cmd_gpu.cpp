@@ -1,13 +1,55 @@
 // ztvm gpu: the adapter we would run on, its backend, features and limits.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/command.h"
 #include "gpu/device.h"
 #include "gpu/kernels.h"
 #include "gpu/peak.h"
+#include "gpu/read_chain.h"
 
 namespace ztvm::cli {
+
+// --read-chain: the chain at several workgroup aims, timed by the GPU's timestamps around one pass of
+// many chains (the best aim is the floor), then queued a submission a chain as the decode loop queues
+// its steps, then each size alone at the best aim, so a step can be read dispatch by dispatch.
+static void read_chain(gpu::Device& dev, const std::string& spec, const std::vector<uint64_t>& sizes) {
+  gpu::Kernels k(dev);
+  std::printf("read chain %s: %zu dispatches (filling their buffers)\n", spec.c_str(), sizes.size());
+  std::fflush(stdout);
+  gpu::ReadChain rc(k, sizes);
+  // The time to read: the GPU's where the device has timestamps, else the host's (which then
+  // includes Dawn's translation of the command buffer at submit).
+  auto t = [](const gpu::ReadChainRun& r) { return r.gpu_seconds > 0 ? r.gpu_seconds : r.seconds; };
+  // Repeats so that a submission takes ~20 ms: its own start is then a small part of the time.
+  auto repeats_for = [](double sec) { return (int)std::clamp(0.02 / std::max(sec, 1e-7), 8.0, 1000.0); };
+  rc.run(1024, 1, 1);  // compiles the pipelines
+  const int reps = repeats_for(t(rc.run(1024, 1, 1)));
+  std::printf("  %10s %12s %12s %10s %12s   (best of 3, %d chains a submission, words checked)\n", "aim (WGs)",
+              "us GPU", "us host", "GB/s", "us/dispatch", reps);
+  gpu::ReadChainRun best;
+  for (uint32_t aim : {128u, 256u, 512u, 1024u, 2048u, 4096u}) {
+    const gpu::ReadChainRun r = rc.run(aim, reps, 3);
+    std::printf("  %10u %12.1f %12.1f %10.1f %12.2f\n", aim, r.gpu_seconds * 1e6, r.seconds * 1e6, r.bytes / t(r) / 1e9,
+                t(r) * 1e6 / r.dispatches);
+    std::fflush(stdout);
+    if (best.seconds == 0 || t(r) < t(best)) best = r;
+  }
+  std::printf("  floor: %.1f us a chain (%s), %.1f MB read at %.1f GB/s (aim %u)\n", t(best) * 1e6,
+              best.gpu_seconds > 0 ? "GPU timestamps" : "host time", best.bytes / 1e6, best.bytes / t(best) / 1e9, best.aim);
+  const gpu::ReadChainRun one = rc.run(best.aim, reps, 3, 1);
+  std::printf("  queued a submission a chain, as decode steps are: %.1f us a chain (host, %d chains)\n",
+              one.seconds * 1e6, reps);
+  std::vector<uint64_t> distinct = sizes;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::printf("  each size alone at aim %u:\n  %10s %6s %12s %10s\n", best.aim, "MB", "count", "us/dispatch", "GB/s");
+  for (uint64_t sz : distinct) {
+    const gpu::ReadChainRun r = rc.run_size(sz, best.aim, repeats_for(t(rc.run_size(sz, best.aim, 1, 1))), 3);
+    std::printf("  %10.2f %6u %12.2f %10.1f\n", sz / 1e6, r.dispatches, t(r) * 1e6 / r.dispatches, r.bytes / t(r) / 1e9);
+  }
+}
 
 static int run_gpu(int argc, char** argv) {
   CLI::App app{"Show the GPU adapter, its features and limits", argv[0]};
@@ -18,8 +60,21 @@ static int run_gpu(int argc, char** argv) {
   app.add_flag("--peak", peak, "also measure int8 dot, f32 fma and memory read rates (kernels/peak.wgsl)");
   app.add_flag("--occupancy", occupancy,
                "also measure how the workgroups resident per SM fall as workgroup memory grows (kernels/occupancy.wgsl)");
+  std::string chain;
+  app.add_option("--read-chain", chain,
+                 "also time a chain of dispatches that only read, sizes in MB: e.g. 36x[8.85,0.4,5.9,28,14]+319 "
+                 "(the floor under a decode step of those matrices)");
   CLI11_PARSE(app, argc, argv);
-  gpu::Device dev(gpu::Device::Options{adapter, false, robust});
+  std::vector<uint64_t> chain_sizes;
+  if (!chain.empty()) {
+    try {
+      chain_sizes = gpu::parse_read_chain(chain);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "ztvm gpu: %s\n", e.what());
+      return 2;
+    }
+  }
+  gpu::Device dev(gpu::Device::Options{adapter, !chain_sizes.empty(), robust});  // --read-chain: GPU timestamps
   const gpu::AdapterInfo& i = dev.info();
   std::printf("adapter      %s\n", i.device.c_str());
   std::printf("description  %s\n", i.description.c_str());
@@ -71,6 +126,7 @@ static int run_gpu(int argc, char** argv) {
     for (const gpu::OccupancyPoint& p : pts)
       std::printf("  %8.1f %14.2f %10.3f\n", p.bytes / 1024.0, p.per_second / 1e9, p.per_second / pts.front().per_second);
   }
+  if (!chain_sizes.empty()) read_chain(dev, chain, chain_sizes);
   return 0;
 }
 
