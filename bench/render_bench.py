@@ -11,6 +11,7 @@ A results file is withdrawn by adding a top-level "withdrawn": "why" to it; it s
 """
 import argparse
 import glob
+import re
 import json
 import os
 
@@ -121,6 +122,42 @@ def targets(record):
     return out
 
 
+def read_chain_floors(results_dir):
+    """The newest `ztvm gpu --read-chain` record (bench/read_chain_h200.sh): (file, [(spec, dispatches,
+    floor us, GB/s)]) from its GPU-timed floor lines, or None."""
+    files = sorted(glob.glob(os.path.join(results_dir, "read-chain-*-h200.txt")))
+    if not files:
+        return None
+    rows, spec = [], None
+    for line in open(files[-1], encoding="utf-8"):
+        m = re.match(r"read chain (\S+): (\d+) dispatches", line)
+        if m:
+            spec = (m.group(1), int(m.group(2)))
+        m = re.search(r"floor: ([\d.]+) us a chain \(GPU timestamps\), [\d.]+ MB read at ([\d.]+) GB/s", line)
+        if m and spec:
+            rows.append((spec[0], spec[1], float(m.group(1)), float(m.group(2))))
+            spec = None
+    return os.path.basename(files[-1]), rows
+
+
+def render_floor(results_dir, lines):
+    got = read_chain_floors(results_dir)
+    if not got or not got[1]:
+        return
+    name, rows = got
+    lines += ["### The floor under a decode step", "",
+              "A chain of dispatches that only read, one per matrix with a barrier between each two as in a decode",
+              "step (`ztvm gpu --read-chain`, sizes in MB; GPU time from timestamps; "
+              f"`bench/results/{name}`). Rows: an empty dispatch; Llama-3.2-1B Q4_0 and Qwen3-4B Q4_0 decode steps",
+              "at ~100 and 4,131 positions. No kernel chain of that shape reads faster on this GPU under Dawn, so a",
+              "GB/s target above its floor is out of reach of one dispatch per matrix (bench/EXPERIMENTS.md, 2026-12-04).", "",
+              "| chain (MB per dispatch) | dispatches | µs a chain | µs a dispatch | GB/s | of 4.8 TB/s |",
+              "|---|---|---|---|---|---|"]
+    for spec, n, us, gbps in rows:
+        lines.append(f"| `{spec}` | {n} | {us:,.1f} | {us / n:.2f} | {gbps:,.0f} | {100 * gbps / PEAK_GBPS:.0f}% |")
+    lines.append("")
+
+
 def render_run(record, lines):
     c, mach = record.get("commits", {}), record.get("machine", {})
     load = mach.get("under_load") or {}
@@ -190,6 +227,7 @@ def main():
     else:
         lines += ["## Latest H200 run", ""]
         render_run(live[-1], lines)
+        render_floor(args.results, lines)
         if len(live) > 1:
             lines += ["## Earlier runs", "", "| date | ztvm | llama.cpp | model | decode | TTFT | prefill 512 | decode @4k |",
                       "|---|---|---|---|---|---|---|---|"]
