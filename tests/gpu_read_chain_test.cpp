@@ -48,7 +48,23 @@ TEST(ReadChain, ChainReadsWhatItSays) {
   const gpu::ReadChainRun queued = rc.run(4, 3, 1, 1);  // three submissions of one chain
   EXPECT_EQ(queued.dispatches, 5u);
   EXPECT_GT(queued.seconds, 0);
+  if (device().timestamps_enabled()) {  // the first pass's beginning to the last one's end
+    EXPECT_GT(queued.gpu_seconds, 0);
+  }
+  EXPECT_LE(queued.gpu_seconds, queued.seconds);
   const gpu::ReadChainRun one = rc.run_size(50000, 4, 1, 1);
   EXPECT_EQ(one.dispatches, 2u);
   EXPECT_THROW(rc.run_size(12345, 4, 1, 1), std::invalid_argument);
+}
+
+TEST(ReadChain, GpuTimestampsTimeOnePassAndQueuedSubmissions) {
+  gpu::Device dev(gpu::Device::Options{"auto", true, false});  // as `ztvm gpu --read-chain` opens it
+  if (!dev.timestamps_enabled()) GTEST_SKIP() << "this adapter has no timestamp queries";
+  gpu::Kernels k(dev);
+  gpu::ReadChain rc(k, gpu::parse_read_chain("2x[0.05,0]"));
+  for (int per_submit : {0, 1}) {
+    const gpu::ReadChainRun r = rc.run(4, 3, 1, per_submit);
+    EXPECT_GT(r.gpu_seconds, 0) << per_submit;
+    EXPECT_LE(r.gpu_seconds, r.seconds) << per_submit;
+  }
 }

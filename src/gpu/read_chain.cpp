@@ -148,19 +148,20 @@ ReadChainRun ReadChain::run_of(const std::vector<size_t>& which, uint32_t aim, i
   for (int t = 0; t < tries; t++) {
     dev.wait_idle();
     const auto t0 = std::chrono::steady_clock::now();
-    const bool stamped = qs_ && per_submit == 0;
     const int chunk = per_submit > 0 ? per_submit : repeats;
     for (int rep = 0; rep < repeats; rep += chunk) {
-      // One compute pass (Dawn still puts its barriers between the dispatches), with timestamps at its
-      // beginning and end when the whole run is one submission.
+      // One compute pass a submission (Dawn still puts its barriers between the dispatches); the first
+      // pass's beginning and the last one's end are timestamped, so queued submissions are timed by
+      // the GPU too, their boundaries included.
+      const bool first = rep == 0, last_submit = rep + chunk >= repeats;
       WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(dev.get(), nullptr);
       WGPUPassTimestampWrites tw{};
       tw.querySet = qs_;
-      tw.beginningOfPassWriteIndex = 0;
-      tw.endOfPassWriteIndex = 1;
+      tw.beginningOfPassWriteIndex = first ? 0 : WGPU_QUERY_SET_INDEX_UNDEFINED;
+      tw.endOfPassWriteIndex = last_submit ? 1 : WGPU_QUERY_SET_INDEX_UNDEFINED;
       WGPUComputePassDescriptor pd{};
       pd.label = WGPUStringView{"read_chain", WGPU_STRLEN};
-      if (stamped) pd.timestampWrites = &tw;
+      if (qs_ && (first || last_submit)) pd.timestampWrites = &tw;
       WGPUComputePassEncoder pass = wgpuCommandEncoderBeginComputePass(enc, &pd);
       for (int c = rep; c < std::min(repeats, rep + chunk); c++)
         for (const Step& st : steps) {
@@ -170,7 +171,7 @@ ReadChainRun ReadChain::run_of(const std::vector<size_t>& which, uint32_t aim, i
         }
       wgpuComputePassEncoderEnd(pass);
       wgpuComputePassEncoderRelease(pass);
-      if (stamped) wgpuCommandEncoderResolveQuerySet(enc, qs_, 0, 2, stamps_.get(), 0);
+      if (qs_ && last_submit) wgpuCommandEncoderResolveQuerySet(enc, qs_, 0, 2, stamps_.get(), 0);
       WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, nullptr);
       wgpuCommandEncoderRelease(enc);
       dev.submit(cb);
@@ -185,7 +186,7 @@ ReadChainRun ReadChain::run_of(const std::vector<size_t>& which, uint32_t aim, i
       if (words[th] != peak_read_reference(th, threads, last.iters))
         throw GpuError("read chain: thread " + std::to_string(th) + " of the last dispatch read wrong words");
     if (r.seconds == 0 || sec < r.seconds) r.seconds = sec;
-    if (qs_ && per_submit == 0) {
+    if (qs_) {
       const std::vector<uint64_t> ns = dev.read_as<uint64_t>(stamps_, 2);
       const double g = ns[1] > ns[0] ? (double)(ns[1] - ns[0]) * 1e-9 / repeats : 0;
       if (g > 0 && (r.gpu_seconds == 0 || g < r.gpu_seconds)) r.gpu_seconds = g;

@@ -22,8 +22,8 @@ struct ReadChainRun {
   uint64_t bytes = 0;      // read per chain (each size rounded up to whole 4 KB steps of a workgroup)
   uint32_t dispatches = 0;
   double seconds = 0;      // per chain, the best of the tries: host time from submit to done
-  double gpu_seconds = 0;  // per chain from timestamps around the one pass (all chains in one
-                           // submission, on a device with timestamps; else 0): recording left out
+  double gpu_seconds = 0;  // per chain from timestamps at the first pass's beginning and the last
+                           // one's end (a device with timestamps; else 0): host recording left out
 };
 
 // The chain of `sizes`, each dispatch reading its own buffer (a step reads every matrix once, so
@@ -36,9 +36,9 @@ class ReadChain {
   ~ReadChain();
   ReadChain(const ReadChain&) = delete;
   ReadChain& operator=(const ReadChain&) = delete;
-  // per_submit: chains a submission (0: all `repeats` in one, timed by the GPU too), the submissions
-  // queued back to back and waited for once, as the decode loop queues its steps (Dawn translates a
-  // command buffer at submit, so one big submission's host time includes that translation).
+  // per_submit: chains a submission (0: all `repeats` in one), the submissions queued back to back and
+  // waited for once, as the decode loop queues its steps (Dawn translates a command buffer at submit,
+  // so one big submission's host time includes that translation; the GPU's time does not).
   ReadChainRun run(uint32_t aim, int repeats, int tries, int per_submit = 0);
   // The same over only the dispatches of one size (per-size rates; sizes whose buffers fit in L2 run warm).
   ReadChainRun run_size(uint64_t size, uint32_t aim, int repeats, int tries);
