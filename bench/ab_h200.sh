@@ -10,6 +10,7 @@
 #         BENCH ("-p 35 -n 128 -r 3"; several runs separated by ';'), AB_ENV_OLD / AB_ENV_NEW (env
 #         assignments for each side, e.g. to try a knob on one binary). Sides past the second (new2, ...)
 #         run after them in each round, with AB_ENV_NEW unless AB_ENV_<side> (AB_ENV_new2) is set.
+#         AB_ARGS_<side> (AB_ARGS_new="--steps-per-submit 2"): bench arguments added for that side alone.
 #         Even rounds run the sides in reverse order, so that over two rounds no side always runs first
 #         or last (the GPU's state drifts over a run: clocks, temperature).
 # Output: one line per (round, model, bench, side) on stdout and in $OUT/ab.log; a side whose tokens
@@ -46,8 +47,9 @@ for r in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
       for side in $ORDER; do
         envs=${AB_ENV_NEW:-}; [ "$side" = old ] && envs=${AB_ENV_OLD:-}
         own="AB_ENV_$side"; [ -n "${!own:-}" ] && envs=${!own}  # AB_ENV_new2=... for that side alone
-        # shellcheck disable=SC2086  # args and envs are word lists on purpose
-        out=$(env $envs "$A/$side/ztvm" bench -m "$f" $args 2>&1) || true
+        more="AB_ARGS_$side"; more=${!more:-}  # bench arguments for that side alone
+        # shellcheck disable=SC2086  # args, more and envs are word lists on purpose
+        out=$(env $envs "$A/$side/ztvm" bench -m "$f" $args $more 2>&1) || true
         line=$(grep -E '^(TTFT|decode host|tokens)' <<< "$out" | paste -sd' ')  # the result, the host's share
         [ -n "$line" ] || line=$(tail -1 <<< "$out")  # or its error line
         # The first side measured on a (model, bench) sets the tokens the others should match; a

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "gpu_test_util.h"
 #include "engine/forward.h"
@@ -123,6 +124,33 @@ TEST(StoriesModel, SampledTopK1DecodesAsGreedy) {
   EXPECT_EQ(sampled, greedy);
   gen.generate(kIds, 24, [&](int32_t t) { again.push_back(t); return true; });
   EXPECT_EQ(again, greedy);
+}
+
+// Decode steps recorded several to a submission (each step's uniforms copied in the stream,
+// Forward::encode_step) walk the same tokens as a submission a step: greedy over a last submission
+// that is not full, sampled, and stopped mid-submission, then continued from the cache.
+TEST(StoriesModel, StepsPerSubmissionGiveTheSameTokens) {
+  auto model = open_model(kDir + "stories260K-Q8_0.gguf");
+  Forward f1(device(), *model, 128, 16), f3(device(), *model, 128, 16);
+  Generator one(f1), three(f3);
+  three.set_steps_per_submit(3);
+  EXPECT_THROW(three.set_steps_per_submit(0), std::invalid_argument);
+  auto run = [&](Generator& g, const std::vector<int32_t>& prompt, uint32_t n, const SamplingParams& p = {},
+                 uint32_t stop_after = 0) {
+    std::vector<int32_t> out;
+    g.generate(prompt, n, [&](int32_t t) { out.push_back(t); return stop_after == 0 || out.size() < stop_after; }, p);
+    return out;
+  };
+  const std::vector<int32_t> greedy = run(one, kIds, 40);
+  EXPECT_EQ(run(three, kIds, 40), greedy);
+  SamplingParams p;
+  p.temperature = 0.9f, p.top_k = 40, p.seed = 5;
+  EXPECT_EQ(run(three, kIds, 31, p), run(one, kIds, 31, p));
+  const std::vector<int32_t> head = run(three, kIds, 40, {}, 7);  // stops inside its third submission
+  EXPECT_EQ(head, std::vector<int32_t>(greedy.begin(), greedy.begin() + 7));
+  std::vector<int32_t> longer = kIds;
+  longer.insert(longer.end(), head.begin(), head.end());
+  EXPECT_EQ(run(three, longer, 10), std::vector<int32_t>(greedy.begin() + 7, greedy.begin() + 17));
 }
 
 // Every graph's attention has the one-token variant without splits (attention_decode.wgsl) for steps

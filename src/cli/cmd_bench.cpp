@@ -40,6 +40,9 @@ static int run_bench(int argc, char** argv) {
   app.add_option("--knockout", knockout,
                  "leave every dispatch of this kernel role (a --profile row) out: the output is wrong, the time "
                  "saved is what the role costs in the stream");
+  uint32_t steps_per_submit = 1;
+  app.add_option("--steps-per-submit", steps_per_submit, "decode steps recorded into one submission")
+      ->check(CLI::Range(1u, 16u));
   CLI11_PARSE(app, argc, argv);
   profile = profile || by_pipeline;
   eo.timestamps = profile;
@@ -62,6 +65,7 @@ static int run_bench(int argc, char** argv) {
   full.insert(full.end(), prompt.begin(), prompt.end());
 
   e.device->set_knockout({knockout.begin(), knockout.end()});
+  e.generator->set_steps_per_submit(steps_per_submit);
   // One run: a full prefill (after the depth's, untimed) and n_gen greedy tokens, checked.
   std::vector<int32_t> first_tokens;
   uint32_t n_done = 0;

@@ -194,6 +194,20 @@ void Forward::write_ids(const int32_t* ids, uint32_t n) {
   x_embedded_ = false;  // x no longer holds the row of ids[0]
 }
 
+void Forward::encode_step(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t out_index, uint32_t slot) {
+  if (slot >= kStepSlots) throw std::runtime_error("decode step slot " + std::to_string(slot) + " of " + std::to_string(kStepSlots));
+  if (pos0 + 1 > max_context_)
+    throw std::runtime_error("context full: " + std::to_string(pos0 + 1) + " tokens exceed the context of " + std::to_string(max_context_));
+  // One token: the pass's parameters are its last token's too.
+  const StepParams p{pos0, 1, out_index, attention_split(kSplit, pos0 + 1, 1, flash_nh_)};
+  if (!s_.step_slots) s_.step_slots = dev_.buffer("state.step_slots", kStepSlots * sizeof p);
+  dev_.write(s_.step_slots, &p, sizeof p, (uint64_t)slot * sizeof p);
+  rec.copy(s_.step_slots, (uint64_t)slot * sizeof p, s_.step, 0, sizeof p);
+  rec.copy(s_.step_slots, (uint64_t)slot * sizeof p, s_.step_last, 0, sizeof p);
+  graph(head).encode(rec, pos0, 1, x_embedded_);
+  x_embedded_ = (head == Head::LastSample || head == Head::LastRandom) && next_embedded_;
+}
+
 const Graph& Forward::graph(Head h) {
   if (!built_[(int)h]) {
     if (h == Head::AllLogits)

@@ -38,6 +38,12 @@ class Forward {
   // after a LastSample or LastRandom pass skips its embed: that pass's argmax or sample stored the row
   // (GraphBuilder::argmax).
   void encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index = 0);
+  // A one-token decode step recorded beside other steps in one submission: the queue's writes would
+  // all land before the submission's first step, so its uniforms go through staging slot `slot`
+  // (< kStepSlots) and copies in the recorder. Slots are reused once the steps reading them are
+  // submitted (a queue write is ordered after earlier submissions).
+  static constexpr uint32_t kStepSlots = 16;
+  void encode_step(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t out_index, uint32_t slot);
 
   // The parameters Head::LastRandom passes use (a uniform the queue updates in order).
   void set_sampling(const SamplingParams& p);
@@ -67,6 +73,7 @@ class Forward {
   uint32_t q8_tokens() const;  // the longest pass that reads int8 x (forward.cpp)
   struct State {
     gpu::Buffer step, step_last;      // uniforms: StepParams for the pass, and for its last token only
+    gpu::Buffer step_slots;           // encode_step's staging: kStepSlots StepParams, copied into step and step_last
     gpu::Buffer sampling;             // uniform: SamplingUniform
     gpu::Buffer ids, tokens;          // token ids in, sampled ids out
     gpu::Buffer x_a, x_b;             // [chunk, hidden] residual stream, ping-pong

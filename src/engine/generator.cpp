@@ -1,5 +1,6 @@
 #include "engine/generator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <stdexcept>
@@ -15,6 +16,15 @@ Generator::Generator(Forward& fwd, uint32_t ring, PagePool* pool) : fwd_(fwd), p
 }
 
 Generator::~Generator() { release(); }
+
+void Generator::set_steps_per_submit(uint32_t k) {
+  if (k == 0 || k > Forward::kStepSlots)
+    throw std::invalid_argument("decode steps per submission: " + std::to_string(k) + " (1.." +
+                                std::to_string(Forward::kStepSlots) + ")");
+  steps_per_submit_ = k;
+  while (ring_.size() < 2 * k)
+    ring_.push_back(fwd_.device().buffer("readback.ring" + std::to_string(ring_.size()), 4, gpu::kReadback));
+}
 
 bool Generator::reserve(uint32_t n_tokens) {
   if (!pool_) return n_tokens <= fwd_.max_context();
@@ -119,14 +129,18 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
   while (!flight.empty()) {
     // Keep the pipeline full before waiting.
     const Clock::time_point t_enc = Clock::now();
-    while (!stop && issued < n_max && flight.size() < ring_.size()) {
-      uint32_t slot = issued % ring_.size();
+    const uint32_t k = steps_per_submit_;
+    while (!stop && issued < n_max && flight.size() + std::min(k, n_max - issued) <= ring_.size()) {
+      const uint32_t first = issued, n = std::min(k, n_max - issued);
       gpu::Recorder rec(dev, "decode");
-      fwd_.encode(rec, head, (uint32_t)(cached_.size() + issued - 1), 1, issued);
-      rec.copy(fwd_.ids(), 0, ring_[slot], 0, 4);
+      for (uint32_t i = 0; i < n; i++, issued++) {
+        const uint32_t pos = (uint32_t)(cached_.size() + issued - 1);
+        if (k == 1) fwd_.encode(rec, head, pos, 1, issued);
+        else fwd_.encode_step(rec, head, pos, issued, i);
+        rec.copy(fwd_.ids(), 0, ring_[issued % ring_.size()], 0, 4);
+      }
       rec.submit();
-      map_slot(slot);
-      issued++;
+      for (uint32_t i = first; i < issued; i++) map_slot(i % ring_.size());
     }
     st.encode_ms += ms_since(t_enc);
     const Clock::time_point t_wait = Clock::now();

@@ -40,6 +40,11 @@ class Generator {
   const std::vector<int32_t>& cached() const { return cached_; }
   void reset() { cached_.clear(); }
 
+  // Decode steps recorded into one submission (1: a submission a step). More save the GPU a
+  // submission's boundary per step; the ring then holds at least two submissions' worth of steps.
+  void set_steps_per_submit(uint32_t k);
+  uint32_t steps_per_submit() const { return steps_per_submit_; }
+
   // Pooled generators: makes sure positions [0, n_tokens) have pages; false (nothing taken) if the
   // pool has too few free. release() gives every page back and forgets the cache.
   bool reserve(uint32_t n_tokens);
@@ -54,6 +59,7 @@ class Generator {
   std::vector<uint32_t> pages_;
   std::vector<gpu::Buffer> ring_;
   std::vector<int32_t> cached_;
+  uint32_t steps_per_submit_ = 1;
 };
 
 }  // namespace ztvm
