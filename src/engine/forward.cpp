@@ -175,15 +175,32 @@ void Forward::use_pages(const std::vector<uint32_t>& table) {
 }
 
 void Forward::encode(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index) {
+  encode_pass(rec, head, pos0, n_tokens, out_index, kStepSlots);
+}
+
+void Forward::encode_step(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t out_index, uint32_t slot) {
+  if (slot >= kStepSlots) throw std::runtime_error("decode step slot " + std::to_string(slot) + " of " + std::to_string(kStepSlots));
+  encode_pass(rec, head, pos0, 1, out_index, slot);
+}
+
+void Forward::encode_pass(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index,
+                          uint32_t slot) {
   if (n_tokens == 0 || n_tokens > max_chunk_) throw std::runtime_error("pass of " + std::to_string(n_tokens) + " tokens (chunk limit " + std::to_string(max_chunk_) + ")");
   if (head == Head::AllLogits && n_tokens > logits_rows_)
     throw std::runtime_error("pass of " + std::to_string(n_tokens) + " tokens with all logits (limit " + std::to_string(logits_rows_) + ")");
   if (pos0 + n_tokens > max_context_)
     throw std::runtime_error("context full: " + std::to_string(pos0 + n_tokens) + " tokens exceed the context of " + std::to_string(max_context_));
-  StepParams p{pos0, n_tokens, out_index, attention_split(kSplit, pos0 + n_tokens, n_tokens, flash_nh_)};
-  StepParams last{pos0 + n_tokens - 1, 1, out_index, p.split};
-  dev_.write(s_.step, &p, sizeof p);
-  dev_.write(s_.step_last, &last, sizeof last);
+  const StepParams p{pos0, n_tokens, out_index, attention_split(kSplit, pos0 + n_tokens, n_tokens, flash_nh_)};
+  const StepParams both[2] = {p, {pos0 + n_tokens - 1, 1, out_index, p.split}};  // the pass, its last token
+  if (slot == kStepSlots) {
+    dev_.write(s_.step, &both[0], sizeof p);
+    dev_.write(s_.step_last, &both[1], sizeof p);
+  } else {
+    if (!s_.step_slots) s_.step_slots = dev_.buffer("state.step_slots", kStepSlots * sizeof both);
+    dev_.write(s_.step_slots, both, sizeof both, (uint64_t)slot * sizeof both);
+    rec.copy(s_.step_slots, (uint64_t)slot * sizeof both, s_.step, 0, sizeof p);
+    rec.copy(s_.step_slots, (uint64_t)slot * sizeof both + sizeof p, s_.step_last, 0, sizeof p);
+  }
   graph(head).encode(rec, pos0, n_tokens, x_embedded_ && n_tokens == 1);
   x_embedded_ = (head == Head::LastSample || head == Head::LastRandom) && next_embedded_;
 }
@@ -192,20 +209,6 @@ void Forward::write_ids(const int32_t* ids, uint32_t n) {
   if (n > max_chunk_) throw std::runtime_error("pass of " + std::to_string(n) + " ids (chunk limit " + std::to_string(max_chunk_) + ")");
   dev_.write(s_.ids, ids, (uint64_t)n * 4);
   x_embedded_ = false;  // x no longer holds the row of ids[0]
-}
-
-void Forward::encode_step(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t out_index, uint32_t slot) {
-  if (slot >= kStepSlots) throw std::runtime_error("decode step slot " + std::to_string(slot) + " of " + std::to_string(kStepSlots));
-  if (pos0 + 1 > max_context_)
-    throw std::runtime_error("context full: " + std::to_string(pos0 + 1) + " tokens exceed the context of " + std::to_string(max_context_));
-  // One token: the pass's parameters are its last token's too.
-  const StepParams p{pos0, 1, out_index, attention_split(kSplit, pos0 + 1, 1, flash_nh_)};
-  if (!s_.step_slots) s_.step_slots = dev_.buffer("state.step_slots", kStepSlots * sizeof p);
-  dev_.write(s_.step_slots, &p, sizeof p, (uint64_t)slot * sizeof p);
-  rec.copy(s_.step_slots, (uint64_t)slot * sizeof p, s_.step, 0, sizeof p);
-  rec.copy(s_.step_slots, (uint64_t)slot * sizeof p, s_.step_last, 0, sizeof p);
-  graph(head).encode(rec, pos0, 1, x_embedded_);
-  x_embedded_ = (head == Head::LastSample || head == Head::LastRandom) && next_embedded_;
 }
 
 const Graph& Forward::graph(Head h) {

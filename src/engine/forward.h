@@ -67,13 +67,15 @@ class Forward {
   gpu::Device& device() { return dev_; }
 
  private:
+  // encode() and encode_step(): slot kStepSlots writes the uniforms through the queue.
+  void encode_pass(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t n_tokens, uint32_t out_index, uint32_t slot);
   void build(Head head, Graph& graph);
   // Passes up to this long may run the split-K GEMM (one token tile).
   uint32_t split_tokens() const { return std::min(max_chunk_, GraphBuilder::kSplitMaxTokens); }
   uint32_t q8_tokens() const;  // the longest pass that reads int8 x (forward.cpp)
   struct State {
     gpu::Buffer step, step_last;      // uniforms: StepParams for the pass, and for its last token only
-    gpu::Buffer step_slots;           // encode_step's staging: kStepSlots StepParams, copied into step and step_last
+    gpu::Buffer step_slots;           // encode_step's staging: kStepSlots pairs of StepParams, copied into step and step_last
     gpu::Buffer sampling;             // uniform: SamplingUniform
     gpu::Buffer ids, tokens;          // token ids in, sampled ids out
     gpu::Buffer x_a, x_b;             // [chunk, hidden] residual stream, ping-pong
