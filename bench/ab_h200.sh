@@ -50,7 +50,7 @@ for r in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
         more="AB_ARGS_$side"; more=${!more:-}  # bench arguments for that side alone
         # shellcheck disable=SC2086  # args, more and envs are word lists on purpose
         out=$(env $envs "$A/$side/ztvm" bench -m "$f" $args $more 2>&1) || true
-        line=$(grep -E '^(TTFT|decode host|tokens)' <<< "$out" | paste -sd' ')  # the result, the host's share
+        line=$(grep -E '^(TTFT|decode host|tokens)' <<< "$out" | paste -sd' ' || true)  # the result, the host's share
         [ -n "$line" ] || line=$(tail -1 <<< "$out")  # or its error line
         # The first side measured on a (model, bench) sets the tokens the others should match; a
         # difference is flagged, not fatal (a change in the order of sums can flip a near-tie).
