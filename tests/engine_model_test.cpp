@@ -131,10 +131,12 @@ TEST(StoriesModel, SampledTopK1DecodesAsGreedy) {
 // that is not full, sampled, and stopped mid-submission, then continued from the cache.
 TEST(StoriesModel, StepsPerSubmissionGiveTheSameTokens) {
   auto model = open_model(kDir + "stories260K-Q8_0.gguf");
-  Forward f1(device(), *model, 128, 16), f3(device(), *model, 128, 16);
-  Generator one(f1), three(f3);
+  Forward f1(device(), *model, 128, 16), f3(device(), *model, 128, 16), fa(device(), *model, 128, 16);
+  Generator one(f1), three(f3), automatic(fa);
+  one.set_steps_per_submit(1);
   three.set_steps_per_submit(3);
-  EXPECT_THROW(three.set_steps_per_submit(0), std::invalid_argument);
+  EXPECT_EQ(automatic.steps_per_submit(), 0u) << "the default";
+  EXPECT_THROW(three.set_steps_per_submit(Forward::kStepSlots + 1), std::invalid_argument);
   auto run = [&](Generator& g, const std::vector<int32_t>& prompt, uint32_t n, const SamplingParams& p = {},
                  uint32_t stop_after = 0) {
     std::vector<int32_t> out;
@@ -143,6 +145,9 @@ TEST(StoriesModel, StepsPerSubmissionGiveTheSameTokens) {
   };
   const std::vector<int32_t> greedy = run(one, kIds, 40);
   EXPECT_EQ(run(three, kIds, 40), greedy);
+  EXPECT_EQ(run(automatic, kIds, 40), greedy);
+  GenerateStats st = three.generate(kIds, 40, [](int32_t) { return true; });
+  EXPECT_EQ(st.submissions, 13u) << "39 decode steps (the first token is the prefill's), three a submission";
   SamplingParams p;
   p.temperature = 0.9f, p.top_k = 40, p.seed = 5;
   EXPECT_EQ(run(three, kIds, 31, p), run(one, kIds, 31, p));
@@ -151,6 +156,16 @@ TEST(StoriesModel, StepsPerSubmissionGiveTheSameTokens) {
   std::vector<int32_t> longer = kIds;
   longer.insert(longer.end(), head.begin(), head.end());
   EXPECT_EQ(run(three, longer, 10), std::vector<int32_t>(greedy.begin() + 7, greedy.begin() + 17));
+}
+
+// Automatic steps a submission: as many as fit in kAutoGroupMs of decode, one to kAutoMaxSteps.
+TEST(Generator, AutomaticStepsPerSubmissionFollowTheStepTime) {
+  EXPECT_EQ(Generator::auto_steps_per_submit(0.6), Generator::kAutoMaxSteps);  // an H200 1B step
+  EXPECT_EQ(Generator::auto_steps_per_submit(2.2), 4u);                         // an H200 4B step at 4k
+  EXPECT_EQ(Generator::auto_steps_per_submit(4.0), 2u);
+  EXPECT_EQ(Generator::auto_steps_per_submit(9.0), 1u);
+  EXPECT_EQ(Generator::auto_steps_per_submit(800.0), 1u);  // lavapipe: every token as it comes
+  EXPECT_EQ(Generator::auto_steps_per_submit(0.0), 1u);    // nothing measured yet
 }
 
 // Every graph's attention has the one-token variant without splits (attention_decode.wgsl) for steps

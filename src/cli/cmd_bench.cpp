@@ -40,9 +40,10 @@ static int run_bench(int argc, char** argv) {
   app.add_option("--knockout", knockout,
                  "leave every dispatch of this kernel role (a --profile row) out: the output is wrong, the time "
                  "saved is what the role costs in the stream");
-  uint32_t steps_per_submit = 1;
-  app.add_option("--steps-per-submit", steps_per_submit, "decode steps recorded into one submission")
-      ->check(CLI::Range(1u, 16u));
+  uint32_t steps_per_submit = 0;
+  app.add_option("--steps-per-submit", steps_per_submit,
+                 "decode steps recorded into one submission (0: automatic, as ztvm runs them)")
+      ->check(CLI::Range(0u, 16u));
   CLI11_PARSE(app, argc, argv);
   profile = profile || by_pipeline;
   eo.timestamps = profile;
@@ -100,6 +101,7 @@ static int run_bench(int argc, char** argv) {
   }
   const double warm_total_ms = warm_ms();
   std::vector<double> ttft, decode_tps, total_tps, prefill_tps, encode_us, wait_us;
+  uint32_t submissions = 0;  // the last run's decode submissions
   for (uint32_t r = 0; r < runs; r++) {
     const GenerateStats st = run_once();
     ttft.push_back(st.ttft_ms);
@@ -108,6 +110,7 @@ static int run_bench(int argc, char** argv) {
     total_tps.push_back(n_gen / ((st.ttft_ms + st.decode_ms) / 1e3));
     encode_us.push_back(st.encode_ms * 1e3 / n_gen);
     wait_us.push_back(st.wait_ms * 1e3 / n_gen);
+    submissions = st.submissions;
   }
   const double bytes = (double)e.forward->weights().bytes_per_token();
   const double dec = median(decode_tps);
@@ -121,8 +124,10 @@ static int run_bench(int argc, char** argv) {
   std::printf("TTFT %.2f ms | prefill %.1f tok/s | decode %.1f tok/s | total %.1f tok/s | decode %.1f GB/s (%.1f MB/token)\n",
               median(ttft), median(prefill_tps), dec, median(total_tps), bytes * dec / 1e9, bytes / 1e6);
   // Decode is host-bound when recording a step takes longer than the GPU runs one (then the wait is ~0).
-  std::printf("decode host time per token: %.1f us recording and submitting, %.1f us waiting for the GPU\n",
-              median(encode_us), median(wait_us));
+  std::printf("decode host time per token: %.1f us recording and submitting, %.1f us waiting for the GPU | "
+              "%u steps in %u submissions (%s)\n",
+              median(encode_us), median(wait_us), n_gen > 0 ? n_gen - 1 : 0, submissions,
+              steps_per_submit ? "--steps-per-submit" : "automatic");
   // The tokens' fingerprint (FNV-1a over their ids): two builds' runs on one file can be checked for
   // the same output without the JSON (bench/ab_h200.sh flags a side whose tokens differ).
   uint32_t fingerprint = 2166136261u;
@@ -131,6 +136,7 @@ static int run_bench(int argc, char** argv) {
   if (profile) {
     Generator& gen = *e.generator;
     gen.reset();
+    gen.set_steps_per_submit(1);  // a kernel's time, not the boundaries'
     gpu::Profiler prefill(*e.device, by_pipeline);
     e.device->set_profiler(&prefill);
     gen.generate(full, 1, [](int32_t) { return true; });
@@ -158,6 +164,7 @@ static int run_bench(int argc, char** argv) {
                         {"decode_gbps", bytes * dec / 1e9},
                         {"host_encode_us_per_token", median(encode_us)},
                         {"host_wait_us_per_token", median(wait_us)},
+                        {"decode_submissions", submissions},
                         {"raw", {{"ttft_ms", ttft}, {"decode_tps", decode_tps}, {"total_tps", total_tps}}},
                         {"knockout", knockout},  // non-empty: timing only, the tokens are not the model's
                         {"tokens", first_tokens}};

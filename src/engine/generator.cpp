@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <stdexcept>
 
@@ -10,20 +11,28 @@ namespace ztvm {
 using Clock = std::chrono::steady_clock;
 static double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-Generator::Generator(Forward& fwd, uint32_t ring, PagePool* pool) : fwd_(fwd), pool_(pool) {
-  for (uint32_t i = 0; i < ring; i++)
-    ring_.push_back(fwd.device().buffer("readback.ring" + std::to_string(i), 4, gpu::kReadback));
+Generator::Generator(Forward& fwd, uint32_t ring, PagePool* pool) : fwd_(fwd), pool_(pool), depth_(ring) {
+  grow_ring(std::max(ring, 2 * kAutoMaxSteps));
+}
+
+void Generator::grow_ring(uint32_t n) {
+  while (ring_.size() < n)
+    ring_.push_back(fwd_.device().buffer("readback.ring" + std::to_string(ring_.size()), 4, gpu::kReadback));
+}
+
+uint32_t Generator::auto_steps_per_submit(double ms_per_token) {
+  if (!(ms_per_token > 0)) return 1;
+  return (uint32_t)std::clamp(std::floor(kAutoGroupMs / ms_per_token), 1.0, (double)kAutoMaxSteps);
 }
 
 Generator::~Generator() { release(); }
 
 void Generator::set_steps_per_submit(uint32_t k) {
-  if (k == 0 || k > Forward::kStepSlots)
+  if (k > Forward::kStepSlots)
     throw std::invalid_argument("decode steps per submission: " + std::to_string(k) + " (1.." +
-                                std::to_string(Forward::kStepSlots) + ")");
+                                std::to_string(Forward::kStepSlots) + ", or 0 for automatic)");
   steps_per_submit_ = k;
-  while (ring_.size() < 2 * k)
-    ring_.push_back(fwd_.device().buffer("readback.ring" + std::to_string(ring_.size()), 4, gpu::kReadback));
+  grow_ring(2 * k);
 }
 
 bool Generator::reserve(uint32_t n_tokens) {
@@ -129,8 +138,12 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
   while (!flight.empty()) {
     // Keep the pipeline full before waiting.
     const Clock::time_point t_enc = Clock::now();
-    const uint32_t k = steps_per_submit_;
-    while (!stop && issued < n_max && flight.size() + std::min(k, n_max - issued) <= ring_.size()) {
+    // Automatic: one a submission until two tokens have told the step's time.
+    const uint32_t k = steps_per_submit_ ? steps_per_submit_
+                       : st.n_generated < 2 ? 1
+                                            : auto_steps_per_submit(ms_since(t_first) / (st.n_generated - 1));
+    const uint32_t in_flight = std::min<uint32_t>(std::max(depth_, 2 * k), (uint32_t)ring_.size());
+    while (!stop && issued < n_max && flight.size() + std::min(k, n_max - issued) <= in_flight) {
       const uint32_t first = issued, n = std::min(k, n_max - issued);
       gpu::Recorder rec(dev, "decode");
       for (uint32_t i = 0; i < n; i++, issued++) {
@@ -140,6 +153,7 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
         rec.copy(fwd_.ids(), 0, ring_[issued % ring_.size()], 0, 4);
       }
       rec.submit();
+      st.submissions++;
       for (uint32_t i = first; i < issued; i++) map_slot(i % ring_.size());
     }
     st.encode_ms += ms_since(t_enc);

@@ -19,6 +19,7 @@ struct GenerateStats {
   double decode_ms = 0;      // first token to last token
   double encode_ms = 0;      // decode steps: host time spent recording and submitting them
   double wait_ms = 0;        // decode steps: host time spent waiting for the GPU's tokens
+  uint32_t submissions = 0;  // decode steps' submissions (fewer than the steps when several share one)
 };
 
 class Generator {
@@ -40,10 +41,17 @@ class Generator {
   const std::vector<int32_t>& cached() const { return cached_; }
   void reset() { cached_.clear(); }
 
-  // Decode steps recorded into one submission (1: a submission a step). More save the GPU a
-  // submission's boundary per step; the ring then holds at least two submissions' worth of steps.
+  // Decode steps recorded into one submission (1: a submission a step; 0, the default: chosen as the
+  // tokens come, auto_steps_per_submit). More save the GPU a submission's boundary per step (14-19 us
+  // on the H200, 1-2% of a step: bench/EXPERIMENTS.md) but hand tokens out in bursts of K.
   void set_steps_per_submit(uint32_t k);
   uint32_t steps_per_submit() const { return steps_per_submit_; }
+  // Steps a submission for a decode step of `ms_per_token`: as many as fit in kAutoGroupMs, so that a
+  // burst holds back at most that much text (invisible when streaming), at most kAutoMaxSteps; one
+  // on slow devices (a CPU through lavapipe), where every token is shown as it comes.
+  static constexpr double kAutoGroupMs = 10.0;
+  static constexpr uint32_t kAutoMaxSteps = 4;
+  static uint32_t auto_steps_per_submit(double ms_per_token);
 
   // Pooled generators: makes sure positions [0, n_tokens) have pages; false (nothing taken) if the
   // pool has too few free. release() gives every page back and forgets the cache.
@@ -54,12 +62,14 @@ class Generator {
  private:
   void check_ids(const std::vector<int32_t>& ids) const;
   void bind_pages(uint32_t n_tokens);  // reserve (or throw) and point the passes at our pages
+  void grow_ring(uint32_t n);          // readback slots, at least n
   Forward& fwd_;
   PagePool* pool_;
   std::vector<uint32_t> pages_;
   std::vector<gpu::Buffer> ring_;
   std::vector<int32_t> cached_;
-  uint32_t steps_per_submit_ = 1;
+  uint32_t steps_per_submit_ = 0;
+  uint32_t depth_;  // steps in flight with one a submission (the ring's size as constructed)
 };
 
 }  // namespace ztvm
