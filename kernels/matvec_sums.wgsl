@@ -30,6 +30,7 @@ fn write_sums(acc: ptr<function, array<f32, 32>>, lid: u32, row0: u32, t0: u32, 
     let i = (t0 + t) * Y_STRIDE + Y_OFFSET + row0 + j;
     r += y_extra(i);  // YOUT y_resid: the residual stream's sum
     y[i] = r;
+    y_after(i, r, (lid / LANES) * RPL + j);  // YOUT y_resid_norm: x * the next norm's weight, x^2
     if (KEEP_SUMS) { kept[(lid / LANES) * RPL + j] = r; }
   }
 }

@@ -3,3 +3,4 @@
 const Y_ROPE = false;
 fn y_rope(lid: u32, row0: u32, scale: f32) {}
 fn y_extra(i: u32) -> f32 { return 0.0; }  // y_resid.wgsl adds the residual
+fn y_after(i: u32, r: f32, slot: u32) {}  // y_resid_norm.wgsl keeps more of each row

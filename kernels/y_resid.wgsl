@@ -7,3 +7,4 @@
 const Y_ROPE = false;
 fn y_rope(lid: u32, row0: u32, scale: f32) {}
 fn y_extra(i: u32) -> f32 { return resid[i]; }
+fn y_after(i: u32, r: f32, slot: u32) {}

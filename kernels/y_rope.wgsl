@@ -18,6 +18,7 @@ override ROT: u32;
 override PAGE: u32;
 const Y_ROPE = true;
 fn y_extra(i: u32) -> f32 { return 0.0; }
+fn y_after(i: u32, r: f32, slot: u32) {}
 
 fn y_rope(lid: u32, row0: u32, scale: f32) {
   let lane = lid % LANES;

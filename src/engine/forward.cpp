@@ -83,6 +83,8 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
   s_.x_last = dev.buffer("state.x_last", d * F);
+  s_.norm_xw = dev.buffer("state.norm_xw", d * F);
+  s_.norm_ss = dev.buffer("state.norm_ss", d * F);
   s_.zeros = dev.buffer("state.zeros", d * F);
   const std::vector<float> zeros(d, 0.f);
   dev.write(s_.zeros, zeros.data(), d * F);
@@ -125,6 +127,7 @@ void Forward::build(Head head, Graph& graph) {
   g.use_q8_gemm(kQ8Gemm);
   if (kQ8Gemm) g.use_q8_h(s.hq, s.hqs);                    // long passes: gate|up stores h as int8 units for down
   g.use_rope_in_decode(kRopeInDecode);
+  g.use_prenorm(s.norm_xw, s.norm_ss);                     // decode: x * norm weight stored by o and down
   g.use_rope_in_flash(kRopeInFlash);
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,

@@ -87,6 +87,7 @@ class Forward {
     gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up
     gpu::Buffer gemm_part;            // [KSPLIT, chunk, virtual rows] split-K GEMM partials (graph.h)
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
+    gpu::Buffer norm_xw, norm_ss;     // [hidden] decode: x * the next norm's weight, sums of x^2 (use_prenorm)
     gpu::Buffer zeros;                // [hidden] zeros: the first layer's norm as a residual step of x + 0
     gpu::Buffer xq, xqs;              // one token's matvec input as int8 units + (d, sum) per unit (graph.h)
     gpu::Buffer hq, hqs;              // long passes: h as int8 units, stored by the gated GEMM (use_q8_h)

@@ -282,6 +282,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
   // vectors instead of three, and none stores the sum (nin.sum and nin.b are then left unbound).
   struct { const gpu::Buffer *sum, *a, *b; } nin{};
   bool resid = false;
+  uint32_t prenorm_rows = 0;  // use_prenorm: rows per stored sum of squares (the projection's workgroup)
   if (norm) {
     nin = {norm->sum, norm->a, norm->b};
     resid = !resid_matvec_.empty() && resid_matvec_[0].op + 1 == norm->op && resid_matvec_[0].y == norm->b;
@@ -292,6 +293,16 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       std::vector<gpu::Binding> b = m.bindings;
       b[0] = *norm->sum;
       b.push_back(*norm->a);
+      const uint32_t wg_rows = (uint32_t)(m.key.constants.at("GROUPS") * m.key.constants.at("RPL"));
+      // K-quant matrices only: on the H200 +1.3% decode on Qwen3-4B Q4_K_M (short), +0.9% at 4,096
+      // positions, even on Llama-3.2-1B Q4_K_M; -0.1..-1.1% before Q4_0 matrices (bench/EXPERIMENTS.md).
+      const bool k_quant = w.parts[0].type == GgmlType::Q4_K || w.parts[0].type == GgmlType::Q6_K;
+      if (prenorm_xw_ && k_quant && 32 % wg_rows == 0 && prenorm_xw_->size() >= norm->d * 4ull &&
+          prenorm_ss_->size() >= norm->d / wg_rows * 4ull) {
+        key.includes["YOUT"] = "y_resid_norm";
+        b.insert(b.end(), {*norm->w, *prenorm_xw_, *prenorm_ss_});
+        prenorm_rows = wg_rows;
+      }
       Dispatch& d = g_.ops[m.op];
       d.single = &k_.get(key);
       d.single_group = k_.device().bind(*d.single, b, "matvec_q8_resid:" + norm->sum->label());
@@ -394,6 +405,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
       if (fused && resid) inc["XTWO"] = "x_two_none";
       if (fused) inc["XEMIT"] = more_parts && !two ? "x_emit_q8" : "x_emit_none";
+      if (fused && prenorm_rows) inc["XIN"] = "x_q8_prenorm", mc["SS_ROWS"] = prenorm_rows;
       if (two) {
         const std::string snippet2 = weight_snippet(two->type);
         inc["W2DECL"] = "weight2_binding", inc["WEIGHT2"] = snippet2 + ":2", inc["DOT2"] = "dotq8_" + snippet2.substr(7) + ":2";
@@ -404,6 +416,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       std::vector<gpu::Binding> nb;  // the fused-norm bindings 0-5
       if (fused) nb = {y, nin.sum ? gpu::Binding(*nin.sum) : nullptr, p.buf, *nin.a,
                        nin.b ? gpu::Binding(*nin.b) : nullptr, *norm->w};
+      if (fused && prenorm_rows) nb[3] = *prenorm_xw_, nb[5] = *prenorm_ss_;  // x * weight, the sums of x^2
       auto with = [&](std::vector<gpu::Binding> more) { more.insert(more.begin(), nb.begin(), nb.end()); return more; };
       gpu::BindGroup bg =
           tt > 1   ? k_.device().bind(mv, {y, *xq_, p.buf, *xs_, *step_}, kind + ":" + y.label())

@@ -192,6 +192,12 @@ class GraphBuilder {
   // Unsplit decode steps (up to kAttnDecodeMax positions) make the query, key and value heads in
   // attention_decode.wgsl (q_in_rope.wgsl) and skip the rope_kv dispatch that the attention follows.
   void use_rope_in_decode(bool on) { rope_in_decode_ = on; }
+  // One-token matvecs that make x from a norm of the residual (x_q8_norm.wgsl) right after the
+  // projection that stored the residual's sum (y_resid.wgsl): that projection also stores x times the
+  // norm's weight in xw and its workgroups' sums of x^2 in ss (y_resid_norm.wgsl), and the matvec
+  // packs those (x_q8_prenorm.wgsl); before K-quant matrices, where it was measured to pay. Each
+  // buffer holds one token's d floats.
+  void use_prenorm(const gpu::Buffer& xw, const gpu::Buffer& ss) { prenorm_xw_ = &xw, prenorm_ss_ = &ss; }
   // Passes that flash attention serves make their queries in it from the raw qkv rows (q_flash_rope.wgsl)
   // and the rope_kv before it makes only the keys and values, where the device binds the 10 storage
   // buffers that takes.
@@ -309,6 +315,8 @@ class GraphBuilder {
   };
   std::optional<RopeOp> rope_;  // from rope_kv() to the attention() after it
   bool rope_in_decode_ = false;
+  const gpu::Buffer* prenorm_xw_ = nullptr;
+  const gpu::Buffer* prenorm_ss_ = nullptr;
   bool rope_in_flash_ = false;
   struct Q8Producer {
     size_t op;
