@@ -15,9 +15,10 @@
 // split's unnormalised output, max and sum to `part` (bound where att is otherwise), as attention.wgsl
 // does, for attention_combine; the host then sizes WG to the split (64 or 128, graph_attention.cpp).
 //
-// QIN says where the query comes from: q_in_plain (rope_kv.wgsl made it and appended this token's key
-// and value) or q_in_rope (without splits only: this kernel makes the heads from the raw qkv row, and
-// rope_kv is skipped). REDUCE (reduce_wg or reduce_sg: subgroups, in the split kernel) is block_reduce.
+// QIN says where the query comes from: q_in_plain (rope_kv.wgsl or the QKV matvec made it and appended
+// this token's key and value), q_in_rope (without splits) or q_in_rope_split (with them): this kernel
+// makes the heads from the raw qkv row, and rope_kv is skipped. REDUCE (reduce_wg or reduce_sg:
+// subgroups, in the split kernel) is block_reduce.
 //!include common
 //!include XOUT
 //!include QIN
@@ -70,7 +71,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let kvh = h / (NH / NKV);
   let start = split * span;  // 0 without splits
   let n = min(n_all, start + span);  // positions [start, n)
-  q_prepare(h, kvh, step.pos0, lid);
+  q_prepare(h, kvh, step.pos0, lid, n == n_all);
   workgroupBarrier();
   let g = lid / C;
   let c = lid % C;

@@ -6,7 +6,7 @@
 const QIN_BINDINGS = 0u;  // bindings after the kernel's six
 
 // qv = query head h, scaled. Every thread calls it.
-fn q_prepare(h: u32, kvh: u32, pos: u32, lid: u32) {
+fn q_prepare(h: u32, kvh: u32, pos: u32, lid: u32, own_kv: bool) {
   for (var i = lid; i < HD / 4u; i += WG) {
     let b = h * HD + i * 4u;
     qv[i] = vec4f(q[b], q[b + 1u], q[b + 2u], q[b + 3u]) * SCALE;

@@ -1,28 +1,17 @@
 // attention_decode.wgsl's query for decode steps that skip rope_kv.wgsl (one dispatch fewer in the
 // step's chain), in the unsplit kernel (every workgroup sees this token's position): each workgroup
 // makes its query head from the raw qkv row (rope_head.wgsl) and its KV head's key and value for this
-// token. It appends them to the cache for later steps, and scores and weighs this position from its
-// own copy (fresh_score, fresh_value): the query heads of one KV head all write the same words, and
-// reading one's own writes back would need a storage barrier, which costs lavapipe 3.5x in decode.
+// token, appends them to the cache for later steps, and scores and weighs this position from its own
+// copy (q_rope_fresh.wgsl).
 //!include rope_head
+//!include q_rope_fresh
 const RH_SLOTS = 3u;
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;              // [(NH + 2 NKV) * HD], the token's raw row
-@group(0) @binding(2) var<storage, read_write> k_cache: array<vec4u>;  // as q_in_plain.wgsl
-@group(0) @binding(3) var<storage, read_write> v_cache: array<vec4u>;
-@group(0) @binding(6) var<storage, read> aux: array<f32>;              // [q_norm HD | k_norm HD | bias]
-@group(0) @binding(7) var<storage, read> rope: array<vec2f>;           // [pos][ROT/2] (cos, sin)
-const QIN_BINDINGS = 2u;
-
-// This token's key and value as the cache words (f16 pairs): unpacking the words later, not the floats
-// now, keeps the compiler from folding the f16 rounding away (lavapipe did).
-var<workgroup> k_new: array<u32, 64>;
-var<workgroup> v_new: array<u32, 64>;
 
 // qv = query head h at pos, scaled; KV head kvh's key and value at pos into k_new, v_new and the
 // cache. The three heads are made side by side (rope_head.wgsl's slots: threads 0..63 the query,
 // 64..127 the key, 128..191 the value), which needs WG >= 192 (the unsplit kernel's 256). Every
 // thread calls it.
-fn q_prepare(h: u32, kvh: u32, pos: u32, lid: u32) {
+fn q_prepare(h: u32, kvh: u32, pos: u32, lid: u32, own_kv: bool) {
   let page = pages[pos / PAGE];
   let slot = lid / 64u;
   let hh = select(h, select(NH + kvh, NH + NKV + kvh, slot >= 2u), slot >= 1u);
@@ -31,31 +20,7 @@ fn q_prepare(h: u32, kvh: u32, pos: u32, lid: u32) {
     qv[i] = vec4f(rh_out[4u * i], rh_out[4u * i + 1u], rh_out[4u * i + 2u], rh_out[4u * i + 3u]) * SCALE;
   }
   for (var i = lid; i < HD / 2u; i += WG) {
-    let kw = pack2x16float(vec2f(rh_out[128u + 2u * i], rh_out[128u + 2u * i + 1u]));
-    let kb = ((page * NKV + kvh) * (HD / 8u) + i / 4u) * PAGE + pos % PAGE;
-    k_cache[kb][i % 4u] = kw;
-    k_new[i] = kw;
-    let vw = pack2x16float(vec2f(rh_out[256u + 2u * i], rh_out[256u + 2u * i + 1u]));
-    let vb = ((page * PAGE + pos % PAGE) * NKV + kvh) * (HD / 8u) + i / 4u;
-    v_cache[vb][i % 4u] = vw;
-    v_new[i] = vw;
+    keep_kv_word(i, page, kvh, pos, pack2x16float(vec2f(rh_out[128u + 2u * i], rh_out[128u + 2u * i + 1u])),
+                 pack2x16float(vec2f(rh_out[256u + 2u * i], rh_out[256u + 2u * i + 1u])));
   }
-}
-
-// The score of position p, s from the cache: this token's from k_new (its cache words may not be
-// written yet), by the one thread that has it.
-fn fresh_score(p: u32, s: f32) -> f32 {
-  if (p != step.pos0) { return s; }
-  var s0 = 0.0;  // summed as attention_decode sums the cache's keys
-  var s1 = 0.0;
-  for (var d = 0u; d < HD / 8u; d++) {
-    s0 += dot(qv[2u * d], vec4f(unpack2x16float(k_new[4u * d]), unpack2x16float(k_new[4u * d + 1u])));
-    s1 += dot(qv[2u * d + 1u], vec4f(unpack2x16float(k_new[4u * d + 2u]), unpack2x16float(k_new[4u * d + 3u])));
-  }
-  return s0 + s1;
-}
-
-// Value chunk c (8 halves, dims 8c..8c+7) of position p, v from the cache: this token's from v_new.
-fn fresh_value(p: u32, c: u32, v: vec4u) -> vec4u {
-  return select(v, vec4u(v_new[4u * c], v_new[4u * c + 1u], v_new[4u * c + 2u], v_new[4u * c + 3u]), p == step.pos0);
 }

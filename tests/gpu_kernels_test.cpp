@@ -154,7 +154,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   gpu::Buffer pageb = device().buffer("test.pages", pages.size() * 4);
   device().write(pageb, pages.data(), pages.size() * 4);
   gpu::Buffer q = device().buffer("test.q", T * nh * hd * 4), att = device().buffer("test.att", T * nh * hd * 4);
-  gpu::Buffer part = device().buffer("test.part", (size_t)T * nh * (ctx / split) * (hd + 2) * 4);
+  gpu::Buffer part = device().buffer("test.part", (size_t)T * nh * ((ctx + split - 1) / split) * (hd + 2) * 4);
   gpu::Buffer xq = device().buffer("test.xq", T * nh * hd), xs = device().buffer("test.xs", T * nh * hd / 32 * 8);
   gpu::Buffer proj = device().buffer("test.proj", T * 32 * 4);
   EncodedMatrix wo(GgmlType::Q8_0, 32, nh * hd, 14);
@@ -211,6 +211,9 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   if (form == AttnForm::DecodeSplit) {  // the same kernel over splits, merged by the combine
     ASSERT_EQ(T, 1u);
     ASSERT_NE(d.decode_split, nullptr);
+    // With rope_in_decode the splits make the heads past the unsplit kernel's positions (q_in_rope_split.wgsl)
+    ASSERT_EQ(g.ops[0].skip_long, pr.rope_in_decode);
+    if (pr.rope_in_decode) { ASSERT_EQ(g.ops[0].long_after, d.decode_max); }
   } else {
     d.decode_split = nullptr;
   }
@@ -230,6 +233,8 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   }
   if (flash_form && pr.rope_in_flash) {  // q is made in the workgroup: the q buffer stays untouched
     EXPECT_EQ(read(q, want_q.size()), q_poison);
+  } else if (form == AttnForm::DecodeSplit && pr.rope_in_decode && pos0 + 1 > g.ops[0].long_after) {
+    EXPECT_EQ(read(q, want_q.size()), q_poison);  // the splits made the heads: rope_kv was skipped
   } else if (!pr.rope_in_decode || form != AttnForm::Decode) {  // else q stays in the workgroup
     EXPECT_LT(nmse(read(q, want_q.size()), want_q), 1e-11);
   }
@@ -405,12 +410,13 @@ struct DecodeCase {
   bool split = false;  // over splits of 32 positions and attention_combine
   bool rope = false;   // the heads made in attention_decode (q_in_rope.wgsl), no rope_kv
   bool subgroups = true;  // false: the split kernel and the combine reduce in workgroup memory (reduce_wg)
+  uint32_t span = 32;     // positions a split (128: the production kernel's 128 threads)
 };
 class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(DecodeAttentionTest, MatchesCpu) {
   const DecodeCase c = GetParam();
-  check_attention({c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, 32, c.neox, c.neox, !c.neox, c.q8, c.rope,
+  check_attention({c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, c.span, c.neox, c.neox, !c.neox, c.q8, c.rope,
                    c.subgroups},
                   c.split ? AttnForm::DecodeSplit : AttnForm::Decode);
 }
@@ -426,13 +432,16 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                            DecodeCase{300, 96, 2, true, false, false, true}, DecodeCase{700, 128, 8, false, true, false, true},
                                            DecodeCase{0, 64, 2, false, true, true, true}, DecodeCase{300, 128, 4, true, true, true, true},
                                            DecodeCase{700, 96, 1, false, false, true, true},
+                                           DecodeCase{700, 128, 4, true, true, true, true, true, 128},
+                                           DecodeCase{1100, 64, 2, false, true, true, true, true, 128},
                                            DecodeCase{2100, 64, 2, false, true, true, false, false},
                                            DecodeCase{700, 128, 8, false, true, true, false, false}),
                          [](const auto& info) {
                            const DecodeCase& c = info.param;
                            return "pos" + std::to_string(c.pos0) + "_hd" + std::to_string(c.hd) + "_g" +
                                   std::to_string(c.g) + (c.neox ? "_neox" : "_normal") + (c.q8 ? "_q8" : "") +
-                                  (c.split ? "_split" : "") + (c.rope ? "_rope" : "") + (c.subgroups ? "" : "_nosg");
+                                  (c.split ? "_split" : "") + (c.rope ? "_rope" : "") + (c.subgroups ? "" : "_nosg") +
+                                  (c.span != 32 ? "_span" + std::to_string(c.span) : "");
                          });
 
 // The whole forward pass with flash attention: the synth "tiny" llama widened to 8 heads x 64 over 2

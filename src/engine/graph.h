@@ -189,8 +189,9 @@ class GraphBuilder {
   // Passes longer than the token-group matvec serves (kQ8MatvecMaxTokens) run gemm_q8.wgsl on int8 x
   // instead of the f32 GEMM; use_q8_x's max_tokens must then cover the whole chunk.
   void use_q8_gemm(bool on) { q8_gemm_ = on; }
-  // Unsplit decode steps (up to kAttnDecodeMax positions) make the query, key and value heads in
-  // attention_decode.wgsl (q_in_rope.wgsl) and skip the rope_kv dispatch that the attention follows.
+  // Decode steps make the query, key and value heads in attention_decode.wgsl (q_in_rope.wgsl up to
+  // kAttnDecodeMax positions, q_in_rope_split.wgsl in the splits past them) and skip the rope_kv
+  // dispatch that the attention follows.
   void use_rope_in_decode(bool on) { rope_in_decode_ = on; }
   // One-token matvecs that make x from a norm of the residual (x_q8_norm.wgsl) right after the
   // projection that stored the residual's sum (y_resid.wgsl): that projection also stores x times the

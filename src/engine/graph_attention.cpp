@@ -189,13 +189,20 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     sk.includes["REDUCE"] = reduce_snippet();  // H200 at 4k: +0.5..+1.9% with subgroups (bench/EXPERIMENTS.md)
     std::vector<gpu::Binding> sb = o.bindings;
     sb[0] = part;
+    // The query, key and value heads made in the kernel as below (q_in_rope_split.wgsl), so that no
+    // one-token pass runs rope_kv, except where the QKV matvec stores the roped heads in those passes
+    // (Llama: rope_kv's skip_long).
+    const bool rope_here = rope_in_decode_ && rope_ && rope_->op + 1 == g_.ops.size() - 1;
+    if (rope_here && !g_.ops[rope_->op].skip_long) {
+      sk.includes["QIN"] = "q_in_rope_split";
+      set_rope_constants(sk, s);
+      sb = {part, *rope_->qkv, k_cache, v_cache, pages, *step_, *rope_->aux, *rope_->rope};
+      g_.ops[rope_->op].skip_long = true, g_.ops[rope_->op].long_after = kAttnDecodeMax;
+    }
     d.decode_split = &k_.get(sk);
     d.decode_split_group = k_.device().bind(*d.decode_split, sb, "attention_decode_split:" + part.label());
     // Unsplit decode steps: the query, key and value heads made here from the raw qkv row (q_in_rope.wgsl),
-    // and the rope_kv just before skipped, when it is just before. Not in the splits: each would remake
-    // the query head, and the one holding the new position the key and value heads (H200 at 4096
-    // positions: -3..-4% decode on Qwen3-4B, bench/EXPERIMENTS.md).
-    const bool rope_here = rope_in_decode_ && rope_ && rope_->op + 1 == g_.ops.size() - 1;
+    // and the rope_kv just before skipped, when it is just before.
     if (rope_here) {
       o.key.includes["QIN"] = "q_in_rope";
       set_rope_constants(o.key, s);
