@@ -416,9 +416,9 @@ class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(DecodeAttentionTest, MatchesCpu) {
   const DecodeCase c = GetParam();
-  check_attention({c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, c.span, c.neox, c.neox, !c.neox, c.q8, c.rope,
-                   c.subgroups},
-                  c.split ? AttnForm::DecodeSplit : AttnForm::Decode);
+  AttnProblem pr{c.pos0, 1, c.hd, 2 * c.g, 2, c.neox ? c.hd : c.hd / 2, 16, c.span, c.neox, c.neox, !c.neox, c.q8, c.rope};
+  pr.subgroups = c.subgroups;  // by name: the field after rope_in_decode is rope_in_flash
+  check_attention(pr, c.split ? AttnForm::DecodeSplit : AttnForm::Decode);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
