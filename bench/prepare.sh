@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 B=.cache/bench
-SRC=.cache/llamacpp/src           # llama.cpp as shipped in npm node-llama-cpp (scripts/setup.sh)
+SRC=.cache/llamacpp/src           # llama.cpp as shipped in npm node-llama-cpp (tools/llamacpp/build.sh pins it)
 VOCAB=../shared/testdata/vocab
 LIMIT=$(( 64 * 1024 * 1024 ))
 
@@ -34,6 +34,19 @@ for lib in libcpp-httplib.so.0.11 libbrotlidec.so.1 libbrotlienc.so.1 libbrotlic
 done
 git rev-parse --short=12 HEAD > "$B/ztvm-commit.txt"
 git diff --quiet HEAD -- src kernels CMakeLists.txt || sed -i 's/$/-dirty/' "$B/ztvm-commit.txt"
+
+# The pinned llama.cpp source, if this checkout has none yet: build.sh's steps 1-2 (npm pack and the
+# git bundle inside it; a fresh machine starts without .cache/).
+if [ ! -f "$SRC/CMakeLists.txt" ]; then
+  nlc=$(sed -n 's/^NLC_VERSION=//p' tools/llamacpp/build.sh)
+  mkdir -p .cache/llamacpp
+  [ -f ".cache/llamacpp/node-llama-cpp-$nlc.tgz" ] || (cd .cache/llamacpp && npm pack --silent "node-llama-cpp@$nlc" >/dev/null)
+  tmp=$(mktemp -d)
+  tar xzf ".cache/llamacpp/node-llama-cpp-$nlc.tgz" -C "$tmp" package/llama/gitRelease.bundle
+  rm -rf "$SRC" && git clone -q "$tmp/package/llama/gitRelease.bundle" "$SRC" && rm -rf "$tmp"
+fi
+want=$(sed -n 's/^LLAMA_COMMIT=//p' tools/llamacpp/build.sh)
+[ "$(git -C "$SRC" rev-parse HEAD)" = "$want" ] || { echo "prepare: $SRC is not at $want (delete it to re-extract)" >&2; exit 1; }
 
 # llama.cpp source without what a llama-bench build never reads (models, docs, tests, examples, web UI).
 git -C "$SRC" rev-parse --short HEAD > "$B/llamacpp-commit.txt"
