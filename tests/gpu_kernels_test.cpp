@@ -292,7 +292,7 @@ struct AttnCase {
   bool neox, qk_norm, bias;
   uint32_t rot;
   AttnForm form = AttnForm::Heads;
-  uint32_t pos0 = 37;  // 1100: 69 splits, more than attention_combine's chunk of 64
+  uint32_t pos0 = 37;  // 1100: 69 splits, more than attention_combine's chunk of 48
   uint32_t nkv = 2;    // 8: one KV head per query head (blocks of 8 tokens)
 };
 class AttentionTest : public ::testing::TestWithParam<AttnCase> {};

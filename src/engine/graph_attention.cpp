@@ -241,7 +241,10 @@ bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
-  const gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}, {"REDUCE", reduce_snippet()}}, {{"HD", s.hd}, {"NH", s.nh}}};
+  gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}, {"REDUCE", reduce_snippet()}}, {{"HD", s.hd}, {"NH", s.nh}}};
+  // A thread a dim on heads past 64 dims (H200, Qwen3-4B at 4,096 positions: decode +0.2% Q4_0, +0.9%
+  // Q4_K_M against 64 threads of two dims each: bench/EXPERIMENTS.md).
+  key.constants["WG"] = s.hd > 64 ? 128 : 64;
   add(key, {att, part, *step_}, Grid::PerToken, s.nh);
   // The attention just before wrote att itself in its long passes (flash) and short decode steps.
   std::optional<AttnDirect> flash = std::move(flash_), decode = std::move(decode_);
