@@ -65,9 +65,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let span = select(n_all, step.split, SPLITS);  // positions per split
   let n_splits = (n_all + span - 1u) / span;
   let wg = flat_group(wid, nwg);
-  let h = wg / n_splits;
-  if (h >= NH) { return; }  // uniform: the whole workgroup
-  let split = wg % n_splits;
+  if (wg >= NH * n_splits) { return; }  // uniform: the whole workgroup
+  // Split-major: the workgroups of one split (every head, a KV head's query heads side by side) are
+  // neighbours in launch order (H200 at 4k: +1.3% decode on Llama-3.2-1B, +1.8% on Qwen3-4B against
+  // head-major, bench/EXPERIMENTS.md).
+  let split = wg / NH;
+  let h = wg % NH;
   let kvh = h / (NH / NKV);
   let start = split * span;  // 0 without splits
   let n = min(n_all, start + span);  // positions [start, n)
