@@ -7,6 +7,7 @@
 // at a time, the loads chained: ~13 us per layer at 4k on the H200), the first batch before the
 // reductions: a step of up to BATCH splits loads every value before its weights are known.
 //!include common
+//!include PACK8 q8_pack8_none
 //!include XOUT
 
 override HD: u32;
@@ -82,7 +83,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       if (d < HD) { outv[d] = acc[j]; }
     }
     workgroupBarrier();
-    for (var u = lid; u < HD / 32u; u += WG) {
+    for (var k0 = 0u; k0 < HD / 4u && PACK8; k0 += WG) {  // 8 threads a unit (q8_pack8.wgsl)
+      let k = min(k0 + lid, HD / 4u - 1u);
+      let e = 4u * k;
+      store_q8_vec4((t * NH * HD + h * HD) / 32u, k, k0 + lid < HD / 4u, vec4f(outv[e], outv[e + 1u], outv[e + 2u], outv[e + 3u]));
+    }
+    for (var u = lid; u < HD / 32u && !PACK8; u += WG) {
       var v: array<vec4f, 8>;
       for (var i = 0u; i < 8u; i++) {
         let e = u * 32u + i * 4u;

@@ -20,6 +20,7 @@
 // makes the heads from the raw qkv row, and rope_kv is skipped. REDUCE (reduce_wg or reduce_sg:
 // subgroups, in the split kernel) is block_reduce.
 //!include common
+//!include PACK8 q8_pack8_none
 //!include XOUT
 //!include QIN
 
@@ -155,7 +156,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   if (EMIT_Q8 && !SPLITS) {  // a matvec on quantized weights reads att next: this head's HD / 32 units
     workgroupBarrier();
-    for (var u = lid; u < HD / 32u; u += WG) {
+    for (var k0 = 0u; k0 < HD / 4u && PACK8; k0 += WG) {  // 8 threads a unit (q8_pack8.wgsl)
+      let k = min(k0 + lid, HD / 4u - 1u);
+      let e = 4u * k;
+      store_q8_vec4(h * HD / 32u, k, k0 + lid < HD / 4u, vec4f(outv[e], outv[e + 1u], outv[e + 2u], outv[e + 3u]));
+    }
+    for (var u = lid; u < HD / 32u && !PACK8; u += WG) {
       var v: array<vec4f, 8>;
       for (var i = 0u; i < 8u; i++) {
         let e = u * 32u + i * 4u;

@@ -11,6 +11,7 @@
 // follow the first type's ROWS in y; a lane group takes rows of one type. YOUT = y_rope: a one-token
 // QKV's rows stored as rope_kv.wgsl would (y_rope.wgsl; by default y_plain.wgsl).
 //!include common
+//!include PACK8 q8_pack8_none
 //!include WEIGHT
 //!include XIN
 //!include DOT
@@ -70,7 +71,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // as int8 units for the next matvec too, which saves a quantize_q8 dispatch.
   if (EMIT_Q8) {
     workgroupBarrier();
-    if (lid == 0u) {
+    if (PACK8) {  // 8 threads pack the unit (q8_pack8.wgsl)
+      let i = lid % 8u;
+      store_q8_vec4((Y_OFFSET + group * GROUPS * RPL) / 32u, i, lid < 8u,
+                    vec4f(kept[4u * i], kept[4u * i + 1u], kept[4u * i + 2u], kept[4u * i + 3u]));
+    } else if (lid == 0u) {
       var v: array<vec4f, 8>;
       for (var i = 0u; i < 8u; i++) { v[i] = vec4f(kept[4u * i], kept[4u * i + 1u], kept[4u * i + 2u], kept[4u * i + 3u]); }
       store_q8((Y_OFFSET + row0) / 32u, &v);

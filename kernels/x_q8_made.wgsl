@@ -19,6 +19,15 @@ fn x_keep_unit(u: u32, v: ptr<function, array<vec4f, 8>>, ss: f32) {
   xl_ds[u] = q.ds;
   xl_ss[u] = ss;
 }
+// Word k (elements 4k..4k+3) of x's units as 8 threads a unit packed it (q8_pack8.wgsl); its unit's
+// d, sum of q and sum of x^2 from the unit's thread 0.
+fn x_keep_word(k: u32, p: Q8Word, ss: f32) {
+  xl_q[k / 4u][k % 4u] = p.w;
+  if (k % 8u == 0u) {
+    xl_ds[k / 8u] = p.ds;
+    xl_ss[k / 8u] = ss;
+  }
+}
 fn x_unit(t: u32, u: u32) -> XUnit {
   let ds = xl_ds[u];
   return XUnit(xl_q[2u * u], xl_q[2u * u + 1u], ds.x, ds.y);

@@ -235,9 +235,11 @@ TEST(Int8Matvec, TwoTypeQkvMakesXOnce) {
 
 // The FFN at decode: add_rmsnorm, gate|up, down. The gated matvec makes its x (above) and stores h
 // as int8 units itself, so one-token passes skip both the add_rmsnorm and the quantize_q8 before down.
+// Both ways of packing units: 8 threads a unit through subgroups (q8_pack8.wgsl), and one thread.
 TEST(Int8Matvec, GatedStoresUnitsForDown) {
   gpu::Kernels k(device());
   const uint32_t d = 256, ff = 320;
+  for (bool sg : {true, false})
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K}) {
     EncodedMatrix gate(t, ff, d, 61), up(t, ff, d, 62), down(GgmlType::Q4_0, 96, ff, 63);
     Matrix gu = upload_gated(device(), "test.gate_up", gate.view, up.view);
@@ -251,6 +253,7 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
     Graph g;
     GraphBuilder b(k, g, step);
     b.use_q8_x(xq, xs, 4);
+    b.use_subgroups(sg);
     b.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
     b.matmul(h, xb, gu);
     b.matmul(y, h, dn);
@@ -263,8 +266,8 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
     std::vector<float> s(d);
     for (uint32_t i = 0; i < d; i++) s[i] = a[i] + bres[i];
     const std::vector<float> hh = ref::gated_matmul(gate.ref(), up.ref(), ref::quantize_q8(ref::rmsnorm(s, nw, d, 1e-5f)));
-    EXPECT_LT(nmse(read(h, ff), hh), 1e-8) << type_name(t);
-    EXPECT_LT(nmse(read(y, 96), ref::matmul(down.ref(), ref::quantize_q8(hh))), 1e-8) << type_name(t);
+    EXPECT_LT(nmse(read(h, ff), hh), 1e-8) << type_name(t) << " subgroups " << sg;
+    EXPECT_LT(nmse(read(y, 96), ref::matmul(down.ref(), ref::quantize_q8(hh))), 1e-8) << type_name(t) << " subgroups " << sg;
   }
 }
 
@@ -272,11 +275,16 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
 // after it. In one-token passes the o matvec stores a + Wo x itself (y_resid.wgsl), the add_rmsnorm is
 // skipped and the next matvec reads that sum alone (x_q8_norm.wgsl with x_two_none.wgsl); three-token
 // passes run all four as before. Both must store the same residual sum and give the CPU twin's output.
+// Before a K-quant matrix (use_prenorm) the o matvec also stores x * the norm's weight and its rows'
+// squares, which the next one packs (x_q8_prenorm.wgsl); each way with both packs (q8_pack8.wgsl).
 TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
   gpu::Kernels k(device());
   const uint32_t d = 256, cols = 512;  // o: d x cols (the heads' width)
+  gpu::Buffer xw = device().buffer("test.norm_xw", d * 4), ssb = device().buffer("test.norm_ss", d * 4);
+  for (bool sg : {true, false})
+  for (GgmlType t2 : {GgmlType::Q4_0, GgmlType::Q4_K})
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K}) {
-    EncodedMatrix wo(t, d, cols, 81), w2(GgmlType::Q4_0, 96, d, 82);
+    EncodedMatrix wo(t, d, cols, 81), w2(t2, 96, d, 82);
     Matrix mo = upload_matrix(device(), "test.wo", {&wo.view}), m2 = upload_matrix(device(), "test.w2", {&w2.view});
     for (uint32_t T : {1u, 3u}) {
       std::vector<float> x = random_vec((size_t)T * cols, 83), a = random_vec((size_t)T * d, 84), nw = random_vec(d, 85, 0.3f);
@@ -288,6 +296,8 @@ TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
       Graph g;
       GraphBuilder b(k, g, step);
       b.use_q8_x(xq, xs, 4);
+      b.use_prenorm(xw, ssb);
+      b.use_subgroups(sg);
       b.matmul(proj, xb, mo);
       b.add_rmsnorm(xn, sum, ab, proj, nwb, d, 1e-5f);
       b.matmul(y, xn, m2);
@@ -297,6 +307,9 @@ TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
       gpu::Recorder rec(device(), "test.resid");
       g.encode(rec, 0, T);
       EXPECT_EQ(rec.dispatches(), T == 1 ? 3u : 4u) << type_name(t);
+      const std::string& next = g.ops[3].single->label();
+      EXPECT_EQ(next.find("x_q8_prenorm") != std::string::npos, t2 == GgmlType::Q4_K) << next;
+      EXPECT_EQ(next.find("q8_pack8_none") == std::string::npos, sg) << next;
       rec.submit();
       device().wait_idle();
       std::vector<float> want_sum, want_y;
@@ -308,8 +321,10 @@ TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
         want_sum.insert(want_sum.end(), s.begin(), s.end());
         want_y.insert(want_y.end(), yy.begin(), yy.end());
       }
-      EXPECT_LT(nmse(read(sum, (size_t)T * d), want_sum), 1e-10) << type_name(t) << " T=" << T;
-      EXPECT_LT(nmse(read(y, (size_t)T * 96), want_y), 1e-8) << type_name(t) << " T=" << T;
+      const std::string at = std::string(type_name(t)) + " then " + type_name(t2) + " T=" + std::to_string(T) +
+                             " subgroups " + std::to_string(sg);
+      EXPECT_LT(nmse(read(sum, (size_t)T * d), want_sum), 1e-10) << at;
+      EXPECT_LT(nmse(read(y, (size_t)T * 96), want_y), 1e-8) << at;
     }
   }
 }

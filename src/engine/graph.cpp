@@ -403,6 +403,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       std::map<std::string, std::string> inc = {{"WEIGHT", snippet},
                                                 {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)}};
       if (tt == 1) inc["XIN"] = fused ? "x_q8_norm" : int8_x ? "x_q8" : "x_f32", inc["XOUT"] = "x_out_none";
+      if (tt == 1) inc["PACK8"] = pack8_snippet();
       if (fused && resid) inc["XTWO"] = "x_two_none";
       if (fused) inc["XEMIT"] = more_parts && !two ? "x_emit_q8" : "x_emit_none";
       if (fused && prenorm_rows) inc["XIN"] = "x_q8_prenorm", mc["SS_ROWS"] = prenorm_rows;

@@ -203,8 +203,8 @@ class GraphBuilder {
   // and the rope_kv before it makes only the keys and values, where the device binds the 10 storage
   // buffers that takes.
   void use_rope_in_flash(bool on) { rope_in_flash_ = on; }
-  // Block reductions through subgroup operations where the device has them (default); tests turn them
-  // off to check the workgroup-memory variant on devices that do have them.
+  // Block reductions and int8 packs through subgroup operations where the device has them (default);
+  // tests turn them off to check the workgroup-memory and one-thread variants on devices that do.
   void use_subgroups(bool on) { subgroups_ = on; }
   static constexpr uint32_t kQ8MatvecMaxTokens = 64;
   // rope_kv's heads per workgroup in passes of several tokens (one-token passes: one).
@@ -352,6 +352,7 @@ class GraphBuilder {
   bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens, uint32_t f32_dead_from = 0);
   bool emit_q8_through_copy(const gpu::Buffer& x);
   std::string reduce_snippet() const;
+  std::string pack8_snippet() const;
   bool subgroups_ = true;
   bool add_picker(gpu::KernelKey key, std::vector<gpu::Binding> b, const gpu::Buffer& x, const Matrix& table);
   // f32_dead_from: passes from this length read only the units (0: none); add_rmsnorm and flash

@@ -50,6 +50,11 @@ static void set_rope_constants(gpu::KernelKey& key, const GraphBuilder::AttnShap
 std::string GraphBuilder::reduce_snippet() const {
   return subgroups_ && k_.device().info().subgroups ? "reduce_sg" : "reduce_wg";
 }
+// int8 units packed by 8 threads each where subgroups hold 8 or more threads (q8_pack8.wgsl).
+std::string GraphBuilder::pack8_snippet() const {
+  const gpu::AdapterInfo& i = k_.device().info();
+  return subgroups_ && i.subgroups && i.subgroup_min >= 8 ? "q8_pack8" : "q8_pack8_none";
+}
 
 void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
                            const gpu::Buffer& qkv, const gpu::Buffer& aux, const gpu::Buffer& rope,
@@ -176,7 +181,7 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
   decode_.reset();
   {
     AttnDirect o{g_.ops.size() - 1,
-                 {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}, {"REDUCE", "reduce_wg"}},
+                 {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}, {"REDUCE", "reduce_wg"}, {"PACK8", pack8_snippet()}},
                   {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
                  {att, q, k_cache, v_cache, pages, *step_}};
     gpu::KernelKey sk = o.key;  // longer one-token passes: over splits (attention_split)
@@ -241,7 +246,8 @@ bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
-  gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}, {"REDUCE", reduce_snippet()}}, {{"HD", s.hd}, {"NH", s.nh}}};
+  gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}, {"REDUCE", reduce_snippet()}, {"PACK8", pack8_snippet()}},
+                     {{"HD", s.hd}, {"NH", s.nh}}};
   // A thread a dim on heads past 64 dims (H200, Qwen3-4B at 4,096 positions: decode +0.2% Q4_0, +0.9%
   // Q4_K_M against 64 threads of two dims each: bench/EXPERIMENTS.md).
   key.constants["WG"] = s.hd > 64 ? 128 : 64;

@@ -75,7 +75,18 @@ std::string Kernels::compose(const std::string& kernel, const std::map<std::stri
     }
   };
   expand(expand, kernel, false);
-  return out;
+  // WGSL wants `enable` directives before any declaration: a snippet's go to the top, once each.
+  std::string head, body;
+  std::set<std::string> enables;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("enable ", 0) == 0) {
+      if (enables.insert(line).second) head += line + '\n';
+    } else {
+      body += line + '\n';
+    }
+  }
+  return head + body;
 }
 
 const Pipeline& Kernels::get(const KernelKey& key) {
