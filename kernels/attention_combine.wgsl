@@ -86,7 +86,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var k0 = 0u; k0 < HD / 4u && PACK8; k0 += WG) {  // 8 threads a unit (q8_pack8.wgsl)
       let k = min(k0 + lid, HD / 4u - 1u);
       let e = 4u * k;
-      store_q8_vec4((t * NH * HD + h * HD) / 32u, k, k0 + lid < HD / 4u, vec4f(outv[e], outv[e + 1u], outv[e + 2u], outv[e + 3u]));
+      store_q8_vec4((t * NH * HD + h * HD) / 32u, k, k0 + lid < HD / 4u,
+                    vec4f(outv[e], outv[e + 1u], outv[e + 2u], outv[e + 3u]));
     }
     for (var u = lid; u < HD / 32u && !PACK8; u += WG) {
       var v: array<vec4f, 8>;

@@ -3,7 +3,8 @@ enable subgroups;
 // each: thread 8u + i holds elements 4i..4i+3 of unit u. The 8 share max |v| and the sum of q by
 // subgroup shuffles (masks below 8: an aligned group of 8 stays inside a subgroup of 8 or more
 // consecutive invocations; GraphBuilder checks the size, the drivers lay 1-D workgroups out in order,
-// as reduce_sg.wgsl assumes too), so no barrier and no thread packs 32 values in a row. A max and an integer sum do not depend on their order: the codes are q8_pack's, bit for bit.
+// as reduce_sg.wgsl assumes too), so no barrier and no thread packs 32 values in a row. A max and
+// an integer sum do not depend on their order: the codes are q8_pack's, bit for bit.
 // Every thread of the workgroup calls these (uniform control flow); threads past the data pass any
 // values (clamped indices) and store nothing. H200: +6% decode on Llama-3.2-1B Q4_0 and Qwen3-4B
 // Q4_K_M (bench/EXPERIMENTS.md). Without subgroups: q8_pack8_none.wgsl, the one-thread packs.

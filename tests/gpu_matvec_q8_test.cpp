@@ -267,7 +267,8 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
     for (uint32_t i = 0; i < d; i++) s[i] = a[i] + bres[i];
     const std::vector<float> hh = ref::gated_matmul(gate.ref(), up.ref(), ref::quantize_q8(ref::rmsnorm(s, nw, d, 1e-5f)));
     EXPECT_LT(nmse(read(h, ff), hh), 1e-8) << type_name(t) << " subgroups " << sg;
-    EXPECT_LT(nmse(read(y, 96), ref::matmul(down.ref(), ref::quantize_q8(hh))), 1e-8) << type_name(t) << " subgroups " << sg;
+    EXPECT_LT(nmse(read(y, 96), ref::matmul(down.ref(), ref::quantize_q8(hh))), 1e-8)
+        << type_name(t) << " subgroups " << sg;
   }
 }
 

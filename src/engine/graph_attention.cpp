@@ -246,7 +246,8 @@ bool GraphBuilder::flash_serves(uint32_t hd, uint32_t nh, uint32_t nkv) {
 }
 
 void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s) {
-  gpu::KernelKey key{"attention_combine", {{"XOUT", "x_out_none"}, {"REDUCE", reduce_snippet()}, {"PACK8", pack8_snippet()}},
+  gpu::KernelKey key{"attention_combine",
+                     {{"XOUT", "x_out_none"}, {"REDUCE", reduce_snippet()}, {"PACK8", pack8_snippet()}},
                      {{"HD", s.hd}, {"NH", s.nh}}};
   // A thread a dim on heads past 64 dims (H200, Qwen3-4B at 4,096 positions: decode +0.2% Q4_0, +0.9%
   // Q4_K_M against 64 threads of two dims each: bench/EXPERIMENTS.md).
