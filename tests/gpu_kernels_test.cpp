@@ -434,6 +434,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                            DecodeCase{700, 96, 1, false, false, true, true},
                                            DecodeCase{700, 128, 4, true, true, true, true, true, 128},
                                            DecodeCase{1100, 64, 2, false, true, true, true, true, 128},
+                                           DecodeCase{1100, 128, 4, true, true, true, true, true, 256},
                                            DecodeCase{2100, 64, 2, false, true, true, false, false},
                                            DecodeCase{700, 128, 8, false, true, true, false, false}),
                          [](const auto& info) {

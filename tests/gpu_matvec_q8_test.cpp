@@ -276,13 +276,15 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
 // after it. In one-token passes the o matvec stores a + Wo x itself (y_resid.wgsl), the add_rmsnorm is
 // skipped and the next matvec reads that sum alone (x_q8_norm.wgsl with x_two_none.wgsl); three-token
 // passes run all four as before. Both must store the same residual sum and give the CPU twin's output.
-// Before a K-quant matrix (use_prenorm) the o matvec also stores x * the norm's weight and its rows'
-// squares, which the next one packs (x_q8_prenorm.wgsl); each way with both packs (q8_pack8.wgsl).
+// With use_prenorm the o matvec also stores x * the norm's weight and its rows' squares, which the
+// next one packs (x_q8_prenorm.wgsl); without it the next one normalizes x itself (x_q8_norm.wgsl).
+// Each way with both packs (q8_pack8.wgsl).
 TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
   gpu::Kernels k(device());
   const uint32_t d = 256, cols = 512;  // o: d x cols (the heads' width)
   gpu::Buffer xw = device().buffer("test.norm_xw", d * 4), ssb = device().buffer("test.norm_ss", d * 4);
   for (bool sg : {true, false})
+  for (bool pre : {true, false})
   for (GgmlType t2 : {GgmlType::Q4_0, GgmlType::Q4_K})
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K}) {
     EncodedMatrix wo(t, d, cols, 81), w2(t2, 96, d, 82);
@@ -297,7 +299,7 @@ TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
       Graph g;
       GraphBuilder b(k, g, step);
       b.use_q8_x(xq, xs, 4);
-      b.use_prenorm(xw, ssb);
+      if (pre) b.use_prenorm(xw, ssb);
       b.use_subgroups(sg);
       b.matmul(proj, xb, mo);
       b.add_rmsnorm(xn, sum, ab, proj, nwb, d, 1e-5f);
@@ -309,7 +311,7 @@ TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
       g.encode(rec, 0, T);
       EXPECT_EQ(rec.dispatches(), T == 1 ? 3u : 4u) << type_name(t);
       const std::string& next = g.ops[3].single->label();
-      EXPECT_EQ(next.find("x_q8_prenorm") != std::string::npos, t2 == GgmlType::Q4_K) << next;
+      EXPECT_EQ(next.find("x_q8_prenorm") != std::string::npos, pre) << next;
       EXPECT_EQ(next.find("q8_pack8_none") == std::string::npos, sg) << next;
       rec.submit();
       device().wait_idle();
@@ -323,7 +325,7 @@ TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
         want_y.insert(want_y.end(), yy.begin(), yy.end());
       }
       const std::string at = std::string(type_name(t)) + " then " + type_name(t2) + " T=" + std::to_string(T) +
-                             " subgroups " + std::to_string(sg);
+                             " subgroups " + std::to_string(sg) + " prenorm " + std::to_string(pre);
       EXPECT_LT(nmse(read(sum, (size_t)T * d), want_sum), 1e-10) << at;
       EXPECT_LT(nmse(read(y, (size_t)T * 96), want_y), 1e-8) << at;
     }

@@ -294,10 +294,10 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       b[0] = *norm->sum;
       b.push_back(*norm->a);
       const uint32_t wg_rows = (uint32_t)(m.key.constants.at("GROUPS") * m.key.constants.at("RPL"));
-      // K-quant matrices only: on the H200 +1.3% decode on Qwen3-4B Q4_K_M (short), +0.9% at 4,096
-      // positions, even on Llama-3.2-1B Q4_K_M; -0.1..-1.1% before Q4_0 matrices (bench/EXPERIMENTS.md).
-      const bool k_quant = w.parts[0].type == GgmlType::Q4_K || w.parts[0].type == GgmlType::Q6_K;
-      if (prenorm_xw_ && k_quant && 32 % wg_rows == 0 && prenorm_xw_->size() >= norm->d * 4ull &&
+      // Every matrix type: on the H200 +1.3% decode on Qwen3-4B Q4_K_M (short); before Q4_0 matrices
+      // it lost 0.1-1.1% until the int8 packs went to 8 threads, and gained 3-4% after (with 32 lanes
+      // on those matvecs, below: +5.2% short, +4.7% at 4,096 on Qwen3-4B Q4_0; bench/EXPERIMENTS.md).
+      if (prenorm_xw_ && 32 % wg_rows == 0 && prenorm_xw_->size() >= norm->d * 4ull &&
           prenorm_ss_->size() >= norm->d / wg_rows * 4ull) {
         key.includes["YOUT"] = "y_resid_norm";
         b.insert(b.end(), {*norm->w, *prenorm_xw_, *prenorm_ss_});
@@ -364,10 +364,13 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
     // which leave half of 32 lanes idle in their third turn (+2.7% decode on Qwen3-4B Q4_0; Q4_K and
     // Q6_K, with more decoding per unit, lost 1-2% with fewer lanes: bench/EXPERIMENTS.md). Q6_K too
     // on an LM head's many rows, which fill the GPU on fewer lanes (+0.8% decode on Qwen3-4B Q4_0).
+    // Not where the matvec makes its own x (norm): half the lanes is half the threads to pack x in
+    // each workgroup's prologue (gate|up: 5 turns instead of 3); full lanes won +2.9..3.7% decode on
+    // Qwen3-4B Q4_0 once packing took 8 threads a unit.
     const uint32_t turns = w.cols / 32;
     auto busy = [&](uint32_t l) { return (double)turns / (l * ((turns + l - 1) / l)); };
     uint32_t lanes = w.cols >= 4096 ? 128 : 32;
-    const bool halve = p.type == GgmlType::Q4_0 || (p.type == GgmlType::Q6_K && p.rows >= 8192 && !norm);
+    const bool halve = !norm && (p.type == GgmlType::Q4_0 || (p.type == GgmlType::Q6_K && p.rows >= 8192));
     if (halve && lanes <= 64 && busy(lanes / 2) > busy(lanes) + 0.1) lanes /= 2;
     const bool first_part = &p == &w.parts.front(), more_parts = w.parts.size() > 1;
     // A matrix of two int8 types (a Q4_K_M QKV): its one-token pass is one dispatch, the first part's

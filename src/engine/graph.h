@@ -196,8 +196,8 @@ class GraphBuilder {
   // One-token matvecs that make x from a norm of the residual (x_q8_norm.wgsl) right after the
   // projection that stored the residual's sum (y_resid.wgsl): that projection also stores x times the
   // norm's weight in xw and its workgroups' sums of x^2 in ss (y_resid_norm.wgsl), and the matvec
-  // packs those (x_q8_prenorm.wgsl); before K-quant matrices, where it was measured to pay. Each
-  // buffer holds one token's d floats.
+  // packs those (x_q8_prenorm.wgsl): before every matrix type since the packs took 8 threads a
+  // unit (measured in bench/EXPERIMENTS.md). Each buffer holds one token's d floats.
   void use_prenorm(const gpu::Buffer& xw, const gpu::Buffer& ss) { prenorm_xw_ = &xw, prenorm_ss_ = &ss; }
   // Passes that flash attention serves make their queries in it from the raw qkv rows (q_flash_rope.wgsl)
   // and the rope_kv before it makes only the keys and values, where the device binds the 10 storage
