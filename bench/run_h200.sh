@@ -3,6 +3,7 @@
 #   1. builds llama.cpp's llama-bench with CUDA in the background (or uses a carried binary),
 #   2. meanwhile writes the models with `ztvm synth` and runs a short solo check of ztvm on each,
 #   3. then interleaved rounds A/B/A/B per model (ztvm bench, then llama-bench, same GGUF file),
+#      the models in MODELS order in odd rounds and in reverse in even ones,
 #   4. summarizes after every pair, so a run cut short still leaves its numbers in $OUT.
 #
 # Env: OUT (results folder; the device tool sets it), MODELS ("shape:quant ..."), ROUNDS (3),
@@ -169,8 +170,13 @@ LB_FLAGS="-fa 1 -ngl 99 -r $REPS -o json"
 # test is a pp4096 that is not reported (0.4-1.1 s with its own warm-up run), before pp32/512/1024.
 meta ours_flags "bench -p 35 -n 128 | -p 512 -n 1 | -p 1024 -n 1 | -d 4096 -p 35 -n 128; -r $REPS --warmup 1 --warmup-ms 500"
 meta llamacpp_flags "-p 4096,32,512,1024 -n 128 $LB_FLAGS (pp4096 as warm-up, not reported) | -p 0 -n 128 -d 4096 $LB_FLAGS"
+# Even rounds take the models in reverse: no file always runs first after llama.cpp's build, and when
+# the budget ends a round early the file it cuts is not always the last one (which lost its second
+# round on 2026-12-04 while the first had two).
 for r in $(seq 1 "$ROUNDS"); do
-  for m in $READY; do
+  order=$READY
+  (( r % 2 == 0 )) && order=$(printf '%s\n' $READY | tac | tr '\n' ' ')
+  for m in $order; do
     tag=${m/:/_} f=$MODEL_DIR/${m/:/_}.gguf p=$RAW/${tag}_r$r
     (( $(elapsed) >= BUDGET_S )) && break 2
     log "=== round $r/$ROUNDS $m ==="
