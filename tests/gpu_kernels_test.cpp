@@ -494,3 +494,29 @@ TEST(Kernels, CompileErrorNamesTheKernel) {
     EXPECT_NE(msg.find("undefined_symbol"), std::string::npos) << msg;
   }
 }
+
+// Errors Dawn reports through an error scope, not the compiler's diagnostics: an override without a
+// value fails at pipeline creation, a bind group without one of the kernel's buffers at binding.
+TEST(Kernels, ValidationErrorsNameTheKernelAndTheBindGroup) {
+  const std::string wgsl =
+      "override N: u32;\n@group(0) @binding(0) var<storage, read_write> y: array<u32>;\n"
+      "@group(0) @binding(1) var<storage, read> x: array<u32>;\n"
+      "@compute @workgroup_size(1) fn main() { y[0] = x[0] + N; }";
+  try {
+    device().pipeline("kernel_without_n", wgsl);
+    FAIL() << "expected a GpuError";
+  } catch (const gpu::GpuError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel_without_n"), std::string::npos) << e.what();
+  }
+  gpu::Pipeline p = device().pipeline("kernel_with_n", wgsl, {{"N", 3}});
+  gpu::Buffer y = device().buffer("test.y", 16);
+  try {
+    device().bind(p, {y}, "bind_without_x");
+    FAIL() << "expected a GpuError";
+  } catch (const gpu::GpuError& e) {
+    EXPECT_NE(std::string(e.what()).find("bind_without_x"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kernel_with_n"), std::string::npos) << e.what();
+  }
+  gpu::Buffer x = device().buffer("test.x", 16);
+  EXPECT_NO_THROW(device().bind(p, {y, x}, "bind_with_x"));
+}

@@ -296,17 +296,9 @@ Buffer Device::buffer(const std::string& label, uint64_t size, WGPUBufferUsage u
   d.size = size + slack_;  // bound and checked as `size`
   wgpuDevicePushErrorScope(device_, WGPUErrorFilter_OutOfMemory);
   WGPUBuffer b = wgpuDeviceCreateBuffer(device_, &d);
-  struct R { uint32_t type = 0; std::string msg; } r;
-  WGPUPopErrorScopeCallbackInfo ci{};
-  ci.mode = WGPUCallbackMode_WaitAnyOnly;
-  ci.userdata1 = &r;
-  ci.callback = [](uint32_t, uint32_t type, WGPUStringView msg, void* ud, void*) {
-    static_cast<R*>(ud)->type = type;
-    static_cast<R*>(ud)->msg = to_string(msg);
-  };
-  wait(wgpuDevicePopErrorScope(device_, ci), "buffer allocation", 60);
-  if (!b || (r.type != 0 && r.type != WGPUErrorType_NoError))
-    throw GpuError("out of GPU memory allocating '" + label + "' (" + std::to_string(size >> 20) + " MiB): " + r.msg);
+  const std::optional<std::string> err = pop_error_scope("buffer allocation", 60);
+  if (!b || err)
+    throw GpuError("out of GPU memory allocating '" + label + "' (" + std::to_string(size >> 20) + " MiB): " + err.value_or(""));
   return Buffer(b, size, label);
 }
 
@@ -361,6 +353,20 @@ void Device::wait_idle(double timeout_s) {
   check();
 }
 
+std::optional<std::string> Device::pop_error_scope(const char* what, double timeout_s) {
+  struct R { uint32_t type = 0; std::string msg; } r;
+  WGPUPopErrorScopeCallbackInfo ci{};
+  ci.mode = WGPUCallbackMode_WaitAnyOnly;
+  ci.userdata1 = &r;
+  ci.callback = [](uint32_t, uint32_t type, WGPUStringView msg, void* ud, void*) {
+    static_cast<R*>(ud)->type = type;
+    static_cast<R*>(ud)->msg = to_string(msg);
+  };
+  wait(wgpuDevicePopErrorScope(device_, ci), what, timeout_s);
+  if (r.type == 0 || r.type == WGPUErrorType_NoError) return std::nullopt;
+  return r.msg;
+}
+
 // ---------------------------------------------------------------- pipelines
 Pipeline Device::pipeline(const std::string& label, const std::string& wgsl, const std::map<std::string, double>& constants) {
   wgpuDevicePushErrorScope(device_, WGPUErrorFilter_Validation);
@@ -397,18 +403,10 @@ Pipeline Device::pipeline(const std::string& label, const std::string& wgsl, con
   WGPUComputePipeline p = wgpuDeviceCreateComputePipeline(device_, &pd);
   wgpuShaderModuleRelease(mod);
 
-  struct R { uint32_t type = 0; std::string msg; } r;
-  WGPUPopErrorScopeCallbackInfo pi{};
-  pi.mode = WGPUCallbackMode_WaitAnyOnly;
-  pi.userdata1 = &r;
-  pi.callback = [](uint32_t, uint32_t type, WGPUStringView msg, void* ud, void*) {
-    static_cast<R*>(ud)->type = type;
-    static_cast<R*>(ud)->msg = to_string(msg);
-  };
-  wait(wgpuDevicePopErrorScope(device_, pi), "pipeline creation", 120);
-  if (!diagnostics.empty() || (r.type != 0 && r.type != WGPUErrorType_NoError) || !p) {
+  const std::optional<std::string> err = pop_error_scope("pipeline creation", 120);
+  if (!diagnostics.empty() || err || !p) {
     if (p) wgpuComputePipelineRelease(p);
-    throw GpuError("kernel '" + label + "' failed to build:" + (diagnostics.empty() ? " " + r.msg : diagnostics));
+    throw GpuError("kernel '" + label + "' failed to build:" + (diagnostics.empty() ? " " + err.value_or("") : diagnostics));
   }
   return Pipeline(p, label);
 }
@@ -432,18 +430,10 @@ BindGroup Device::bind(const Pipeline& p, const std::vector<Binding>& bindings, 
   d.entries = e.data();
   wgpuDevicePushErrorScope(device_, WGPUErrorFilter_Validation);
   WGPUBindGroup g = wgpuDeviceCreateBindGroup(device_, &d);
-  struct R { uint32_t type = 0; std::string msg; } r;
-  WGPUPopErrorScopeCallbackInfo pi{};
-  pi.mode = WGPUCallbackMode_WaitAnyOnly;
-  pi.userdata1 = &r;
-  pi.callback = [](uint32_t, uint32_t type, WGPUStringView msg, void* ud, void*) {
-    static_cast<R*>(ud)->type = type;
-    static_cast<R*>(ud)->msg = to_string(msg);
-  };
-  wait(wgpuDevicePopErrorScope(device_, pi), "bind group creation", 60);
-  if (r.type != 0 && r.type != WGPUErrorType_NoError) {
+  const std::optional<std::string> err = pop_error_scope("bind group creation", 60);
+  if (err) {
     if (g) wgpuBindGroupRelease(g);
-    throw GpuError("bind group '" + label + "' for kernel '" + p.label() + "': " + r.msg);
+    throw GpuError("bind group '" + label + "' for kernel '" + p.label() + "': " + *err);
   }
   return BindGroup(g);
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -167,6 +168,8 @@ class Device {
   static void on_uncaptured_error(const WGPUDevice*, uint32_t type, WGPUStringView msg, void* self, void*);
   static void on_device_lost(const WGPUDevice*, uint32_t reason, WGPUStringView msg, void* self, void*);
   void record_error(const std::string& what);
+  // Pops the error scope pushed before a call: the error's message, or nothing where the call passed.
+  std::optional<std::string> pop_error_scope(const char* what, double timeout_s);
   static void on_log(uint32_t type, WGPUStringView msg, void* self, void*);
 
   WGPUInstance instance_ = nullptr;
