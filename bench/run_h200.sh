@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The H200 race, one command on the H200 machine, under 10 minutes (see bench/README.md):
-#   1. builds llama.cpp's llama-bench with CUDA in the background (or uses a carried binary),
+#   1. builds llama.cpp's llama-bench with CUDA in the background (or uses one built before: below),
 #   2. meanwhile writes the models with `ztvm synth` and runs a short solo check of ztvm on each,
 #   3. then interleaved rounds A/B/A/B per model (ztvm bench, then llama-bench, same GGUF file),
 #      the models in MODELS order in odd rounds and in reverse in even ones,
@@ -94,16 +94,19 @@ step ztvm_gpu 30 "$OUT/ztvm_gpu.txt" "$ZTVM" gpu || log "ztvm gpu failed: Vulkan
 # --- llama.cpp: a carried binary, else build it in the background -------------------------------
 LB=""
 BUILD_PID=""
-GZ_PID=""
-for cand in "$B/llamacpp-bin/llama-bench" "$B/llamacpp-bin/llama-bench.gz"; do
+# The build's folder is in the working tree (ignored by git), which the device tool keeps between
+# calls on a warm machine: `bash bench/build_llamacpp_cuda.sh` in a call of its own first gives this
+# run its whole budget for rounds (bench/README.md).
+LLAMACPP_WORK=${LLAMACPP_WORK:-$ROOT/.cache/llamacpp}
+for cand in "$LLAMACPP_WORK/build/bin/llama-bench" "$B/llamacpp-bin/llama-bench" "$B/llamacpp-bin/llama-bench.gz"; do
   [ -f "$cand" ] || continue
   if [ "${cand%.gz}" != "$cand" ]; then gunzip -c "$cand" > /tmp/llama-bench && chmod +x /tmp/llama-bench && cand=/tmp/llama-bench; fi
-  if "$cand" --help > /dev/null 2>&1; then LB=$cand; meta llamacpp_binary "carried"; log "using the carried $cand"; break; fi
-  log "carried $cand does not run; building instead"
+  if "$cand" --help > /dev/null 2>&1; then LB=$cand; meta llamacpp_binary "built before this run"; log "using $cand, built before this run"; break; fi
+  log "$cand does not run; building instead"
 done
 if [ -z "$LB" ]; then
   log "building llama.cpp (CUDA sm_90) in the background: $OUT/llamacpp_build.log"
-  setsid bash bench/build_llamacpp_cuda.sh "$B/llamacpp-src.tar.xz" /tmp/llamacpp \
+  setsid bash bench/build_llamacpp_cuda.sh "$B/llamacpp-src.tar.xz" "$LLAMACPP_WORK" \
     > "$OUT/llamacpp_build.out" 2> "$OUT/llamacpp_build.log" &
   BUILD_PID=$!
   BUILD_T0=$(date +%s)
@@ -150,11 +153,6 @@ if [ -n "$BUILD_PID" ]; then
     meta llamacpp_binary "built"
     meta llamacpp_build_s "$(( $(date +%s) - BUILD_T0 ))"
     log "llama-bench: $LB (built in $(( $(date +%s) - BUILD_T0 ))s)"
-    # Keep it for the next session (bench/README.md: carrying it skips the build); in the background.
-    mkdir -p "$OUT/llamacpp-bin"
-    (strip -o /tmp/llama-bench.stripped "$LB" && nice gzip -6 -c /tmp/llama-bench.stripped > "$OUT/llamacpp-bin/llama-bench.gz" \
-      && echo "saved llamacpp-bin/llama-bench.gz: $(stat -c %s "$OUT/llamacpp-bin/llama-bench.gz") bytes" >> "$OUT/summarize.log") &
-    GZ_PID=$!
   else
     log "llama.cpp build FAILED; tail of its log:"
     tail -20 "$OUT/llamacpp_build.log"
@@ -201,6 +199,5 @@ kill "$SMI_PID" 2>/dev/null
 nvidia-smi -q > "$OUT/nvidia-smi-q-after.txt" 2>&1
 summarize
 python3 bench/render_bench.py --results "$OUT" --out "$OUT/BENCH.md" >> "$OUT/summarize.log" 2>&1 || log "render failed"
-[ -n "$GZ_PID" ] && wait "$GZ_PID"
 log "done in $(elapsed)s; results: $OUT/h200-latest.json, $OUT/BENCH.md, raw runs in $RAW"
 sleep 1  # let tee flush run.log
