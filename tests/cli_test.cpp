@@ -198,3 +198,36 @@ TEST(Cli, BenchReportsAndKnocksOutRoles) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("argmax_final"), std::string::npos) << r.out;
 }
+
+// -p, -n and -d as comma lists (llama-bench's way): a case per combination on one loaded model, depth
+// outermost, each verified and reported, a table of them all, and a JSON array in that order. A case
+// that does not fit --ctx is refused before anything runs.
+TEST(Cli, BenchRunsEveryCombinationOfItsLists) {
+  const std::string m = kStories + "stories260K-Q4_0.gguf";
+  fs::path json = fs::temp_directory_path() / "ztvm_bench_cases.json";
+  CliRun r = run_ztvm("bench -m " + m + " -p 8,16 -n 4,6 -d 0,24 -r 1 --warmup 0 --json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("case 8 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| depth | prompt | gen |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 24 | 16 | 6 |"), std::string::npos) << r.out;
+  nlohmann::json j = nlohmann::json::parse(read_file(json.string()));
+  fs::remove(json);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 8u);
+  size_t i = 0;
+  for (uint32_t d : {0u, 24u})
+    for (uint32_t p : {8u, 16u})
+      for (uint32_t n : {4u, 6u}) {
+        EXPECT_EQ(j[i].at("depth").get<uint32_t>(), d) << i;
+        EXPECT_EQ(j[i].at("n_prompt").get<uint32_t>(), p) << i;
+        EXPECT_EQ(j[i].at("tokens").size(), n) << i;
+        EXPECT_GT(j[i].at("decode_tps").get<double>(), 0) << i;
+        i++;
+      }
+  // Greedy decoding from the same cache: a case's tokens do not depend on the cases before it.
+  r = run_ztvm("bench -m " + m + " -p 16 -n 6 -d 24 -r 1 --warmup 0 --json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(json.string())).at("tokens"), j[7].at("tokens"));
+  fs::remove(json);
+  expect_clean_error(run_ztvm("bench -m " + m + " --ctx 16 -p 8,16 -n 4 -r 1"), "need a context of 21 tokens");
+}
