@@ -7,7 +7,8 @@
 # H200:   device `run`, carry [".gl", ".cache/ab"], command `bash bench/ab_h200.sh`
 # Env:    MODELS ("shape:quant ..." for `ztvm synth`, or paths to .gguf files; default 1B Q4_0 and
 #         4B Q4_K_M), ROUNDS (2), FIRST_ROUND (1; 2 for the second round of a run split over two calls),
-#         BENCH ("-p 35 -n 128 -r 3"; several runs separated by ';'), AB_ENV_OLD / AB_ENV_NEW (env
+#         BENCH ("-p 35 -n 128 -r 3"; several runs separated by ';'; comma lists, "-d 0,4096", run
+#         their cases on one model load, a line each), AB_ENV_OLD / AB_ENV_NEW (env
 #         assignments for each side, e.g. to try a knob on one binary). Sides past the second (new2, ...)
 #         run after them in each round, with AB_ENV_NEW unless AB_ENV_<side> (AB_ENV_new2) is set.
 #         AB_ARGS_<side> (AB_ARGS_new="--steps-per-submit 2"): bench arguments added for that side alone.
@@ -37,6 +38,21 @@ for m in $MODELS; do
   "$A/new/ztvm" synth --shape "$shape" --type "$quant" --vocab "$A/vocab/$(vocab_of "$shape")" -o "$M/$shape-$quant.gguf" >/dev/null
 done
 IFS=';' read -ra RUNS <<< "$BENCH"
+# case_lines ARGS < BENCH_OUTPUT: "LABEL<tab>RESULT<tab>FINGERPRINT" per case measured: the result and
+# host lines joined, LABEL the bench arguments, or with several cases "-d D -p P -n G -r R" of each.
+case_lines() {
+  awk -v args="$1" '
+    function flush() { if (res != "") print (multi ? label : args) "\t" res "\t" fp; res = ""; fp = "" }
+    /^== case / { flush(); multi = 1; next }
+    /^model .* \| prompt / {
+      split($0, f, " \\| "); split(f[2], pd, " "); split(f[3], g, " "); split(f[4], rr, " ")
+      d = pd[4]; sub(/\)$/, "", d)
+      label = "-d " d " -p " pd[2] " -n " g[2] " -r " rr[2]
+    }
+    /^(TTFT|decode host|tokens)/ { res = res (res == "" ? "" : " ") $0 }
+    /^tokens / { fp = $NF }
+    END { flush() }'
+}
 declare -A REF_FP REF_SIDE  # per "model args": the first side's token fingerprint, and that side
 for r in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
   ORDER=$SIDES
@@ -50,15 +66,18 @@ for r in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
         more="AB_ARGS_$side"; more=${!more:-}  # bench arguments for that side alone
         # shellcheck disable=SC2086  # args, more and envs are word lists on purpose
         out=$(env $envs "$A/$side/ztvm" bench -m "$f" $args $more 2>&1) || true
-        line=$(grep -E '^(TTFT|decode host|tokens)' <<< "$out" | paste -sd' ' || true)  # the result, the host's share
-        [ -n "$line" ] || line=$(tail -1 <<< "$out")  # or its error line
-        # The first side measured on a (model, bench) sets the tokens the others should match; a
-        # difference is flagged, not fatal (a change in the order of sums can flip a near-tie).
-        fp=$(grep -oE 'fingerprint [0-9a-f]+' <<< "$out" | cut -d' ' -f2 || true)
-        key="$m $args"
-        if [ -n "$fp" ] && [ -z "${REF_FP[$key]:-}" ]; then REF_FP[$key]=$fp REF_SIDE[$key]=$side
-        elif [ -n "$fp" ] && [ "${REF_FP[$key]}" != "$fp" ]; then line="$line | TOKENS DIFFER from ${REF_SIDE[$key]}"; fi
-        say "r$r $m [$args] $side: $line"
+        # A line per case: one, or a bench with comma lists (-d 0,4096) runs several on one model load,
+        # each named by its own -d -p -n -r (case_lines, above).
+        cases=$(case_lines "$args" <<< "$out")
+        [ -n "$cases" ] || cases="$args"$'\t'"$(tail -1 <<< "$out")"$'\t'  # or the error line
+        while IFS=$'\t' read -r label line fp; do
+          # The first side measured on a (model, case) sets the tokens the others should match; a
+          # difference is flagged, not fatal (a change in the order of sums can flip a near-tie).
+          key="$m $label"
+          if [ -n "$fp" ] && [ -z "${REF_FP[$key]:-}" ]; then REF_FP[$key]=$fp REF_SIDE[$key]=$side
+          elif [ -n "$fp" ] && [ "${REF_FP[$key]}" != "$fp" ]; then line="$line | TOKENS DIFFER from ${REF_SIDE[$key]}"; fi
+          say "r$r $m [$label] $side: $line"
+        done <<< "$cases"
       done
     done
   done
