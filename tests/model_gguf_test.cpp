@@ -12,19 +12,6 @@ using namespace ztvm::test;
 
 namespace {
 
-// Expects fn to throw ModelError whose message contains every word in `words`.
-template <typename Fn>
-void expect_model_error(Fn fn, std::initializer_list<const char*> words, const std::string& context = "") {
-  try {
-    fn();
-    ADD_FAILURE() << context << ": no ModelError";
-  } catch (const ModelError& e) {
-    const std::string msg = e.what();
-    for (const char* w : words) EXPECT_NE(msg.find(w), std::string::npos) << context << ": '" << w << "' not in: " << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line: " << msg;
-  }
-}
-
 // Byte offset of the u32 type field of tensor `name` in a GGUF file (walks its tensor-info entry).
 size_t tensor_type_offset(const std::vector<uint8_t>& bytes, const std::string& name) {
   std::vector<uint8_t> pattern(8);

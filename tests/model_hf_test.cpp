@@ -11,21 +11,6 @@
 using namespace ztvm;
 using namespace ztvm::test;
 
-namespace {
-
-template <typename Fn>
-void expect_model_error(Fn fn, std::initializer_list<const char*> words, const std::string& context = "") {
-  try {
-    fn();
-    ADD_FAILURE() << context << ": no ModelError";
-  } catch (const ModelError& e) {
-    const std::string msg = e.what();
-    for (const char* w : words) EXPECT_NE(msg.find(w), std::string::npos) << context << ": '" << w << "' not in: " << msg;
-  }
-}
-
-}  // namespace
-
 TEST(Hf, LlamaTransformers4WithLlama3Rope) {
   TempDir dir;
   HfSpec spec;

@@ -23,6 +23,19 @@ namespace fs = std::filesystem;
 inline const std::string kStories = ZTVM_SOURCE_DIR "/../shared/testdata/stories260K/";
 inline const std::string kVocab = ZTVM_SOURCE_DIR "/../shared/testdata/vocab/";
 
+// Expects fn to throw a ModelError whose message holds every word in `words`, on one line.
+template <typename Fn>
+void expect_model_error(Fn fn, std::initializer_list<const char*> words, const std::string& context = "") {
+  try {
+    fn();
+    ADD_FAILURE() << context << ": no ModelError";
+  } catch (const ModelError& e) {
+    const std::string msg = e.what();
+    for (const char* w : words) EXPECT_NE(msg.find(w), std::string::npos) << context << ": '" << w << "' not in: " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line: " << msg;
+  }
+}
+
 // A fresh directory under the system temp dir, removed when the object dies.
 struct TempDir {
   fs::path path;
