@@ -166,14 +166,14 @@ static int run_bench(int argc, char** argv) {
   BenchFlags f;
   std::string json_out;
   app.add_option("-p,--n-prompt", n_prompts, "prompt tokens (a comma list: a case each)")
-      ->delimiter(',')->check(CLI::Range(1u, 1u << 20));
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
   app.add_option("-n,--n-gen", n_gens, "tokens to generate (a comma list: a case each)")
-      ->delimiter(',')->check(CLI::Range(1u, 1u << 20));
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
   app.add_option("-r,--runs", f.runs, "measured runs")->check(CLI::Range(1u, 1000u));
   app.add_option("--warmup", f.warmup, "unmeasured runs first (0: none, whatever --warmup-ms says)");
   app.add_option("--warmup-ms", f.warmup_ms, "and more unmeasured runs until this much wall time has passed");
   app.add_option("-d,--depth", depths, "tokens already in the KV cache before the prompt (long-context decode; a comma list)")
-      ->delimiter(',')->check(CLI::Range(0u, 1u << 20));
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(0u, 1u << 20));
   app.add_option("--json", json_out, "write results as JSON to this file (an array when there are several cases)");
   app.add_flag("--profile", f.profile, "after the runs, time every kernel with GPU timestamps (prefill, then decode)");
   app.add_flag("--profile-pipelines", f.by_pipeline, "--profile with a row per pipeline (each matrix shape) instead of per role");
