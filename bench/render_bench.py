@@ -101,8 +101,19 @@ def targets(record):
             out.append((label, f"{shape} {quant}", "no same-run pair", "not measured"))
             return
         unit = "ms" if metric == "ttft_ms" else "tps"
-        text = f"{s['ratio']:.2f}× (ztvm {fmt(s['ours'], unit)}, llama.cpp {fmt(s['llamacpp'], unit)})"
-        out.append((label, f"{shape} {quant}", text, "met" if s["ratio"] >= threshold else "missed"))
+        rounds = cell(record, idx, shape, quant, metric)[3]
+        text = (f"{s['ratio']:.2f}× (ztvm {fmt(s['ours'], unit)}, llama.cpp {fmt(s['llamacpp'], unit)}; "
+                f"{len(rounds)} round{'' if len(rounds) == 1 else 's'})")
+        # A median at the line says less than one every round clears: the status says which it is.
+        if s["ratio"] < threshold:
+            status = "missed"
+        elif len(rounds) < 2:
+            status = "met in one round"
+        elif min(rounds) < threshold:
+            status = "met by the median, not every round"
+        else:
+            status = "met"
+        out.append((label, f"{shape} {quant}", text, status))
 
     for shape, quant in models:
         if shape in ("llama-3.2-1b", "qwen3-4b"):
@@ -181,9 +192,12 @@ def render_run(record, lines):
     lines.append("### Targets (issue 5)\n")
     lines.append("| target | model | number | status |")
     lines.append("|---|---|---|---|")
-    for label, model, text, status in targets(record):
-        mark = {"met": "**met**", "missed": "missed", "not measured": "not measured"}[status]
+    rows = targets(record)
+    for label, model, text, status in rows:
+        mark = f"**{status}**" if status.startswith("met") else status
         lines.append(f"| {label} | {model} | {text} | {mark} |")
+    if any(label.startswith("decode ≥ 50%") and status == "missed" for label, _, _, status in rows):
+        lines.append("\nThe GB/s target's reason, measured: \"The floor under a decode step\" below.")
     lines.append("")
 
     idx = summary_index(record)
