@@ -73,6 +73,7 @@ static int run_run(int argc, char** argv) {
   std::string rest = stop.stopped() ? "" : stop.push(dec.flush()) + stop.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fputc('\n', stdout);
+  std::fflush(stdout);  // before the timings on stderr, also when stdout is a pipe
   if (!quiet) {
     double decode_tps = st.n_generated > 1 ? (st.n_generated - 1) / (st.decode_ms / 1e3) : 0;
     double total_tps = st.n_generated / ((st.ttft_ms + st.decode_ms) / 1e3);
