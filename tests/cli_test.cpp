@@ -130,6 +130,8 @@ TEST(Cli, BadInputsGiveOneLineAndExit1) {
   expect_clean_error(run_ztvm("logits -m " + kStories + "stories260K-f32.gguf --ids 1,x -o /dev/null"), "'x'");
   expect_clean_error(run_ztvm("run -m " + kStories + "stories260K-f32.gguf --ctx 8 -p 'Once upon a time there was a girl named Lily' -n 4"),
                      "context");
+  // A context whose buffers exceed what the GPU allows: named as the context, with the option to change.
+  expect_clean_error(run_ztvm("run -m " + kStories + "stories260K-f32.gguf --ctx 200000000 -p hi -n 1"), "--ctx");
   fs::remove_all(tmp);
 }
 

@@ -76,7 +76,7 @@ static int run_run(int argc, char** argv) {
   std::fflush(stdout);  // before the timings on stderr, also when stdout is a pipe
   if (!quiet) {
     double decode_tps = st.n_generated > 1 ? (st.n_generated - 1) / (st.decode_ms / 1e3) : 0;
-    double total_tps = st.n_generated / ((st.ttft_ms + st.decode_ms) / 1e3);
+    double total_tps = st.n_generated ? st.n_generated / ((st.ttft_ms + st.decode_ms) / 1e3) : 0;
     std::fprintf(stderr, "ztvm: prompt %u tokens, TTFT %.1f ms; generated %u tokens, decode %.1f tok/s, total %.1f tok/s\n",
                  st.n_prompt, st.ttft_ms, st.n_generated, decode_tps, total_tps);
   }

@@ -40,7 +40,14 @@ Engine load_engine(const EngineOptions& o, bool quiet) {
   e.device = std::make_unique<gpu::Device>(gpu::Device::Options{o.gpu, o.timestamps, o.gpu_robust});
   uint32_t ctx = o.ctx ? o.ctx : std::min<uint32_t>(e.model->config.max_position_embeddings, 4096);
   const uint32_t kv_tokens = o.kv_tokens ? o.kv_tokens : ((ctx + Forward::kPage - 1) / Forward::kPage) * Forward::kPage * o.sequences;
-  e.forward = std::make_unique<Forward>(*e.device, *e.model, ctx, std::min(o.chunk, ctx), (kv_tokens + Forward::kPage - 1) / Forward::kPage);
+  try {
+    e.forward = std::make_unique<Forward>(*e.device, *e.model, ctx, std::min(o.chunk, ctx),
+                                          (kv_tokens + Forward::kPage - 1) / Forward::kPage);
+  } catch (const gpu::GpuError& err) {
+    if (!o.ctx) throw;  // the default context: the model itself does not fit
+    throw std::runtime_error("a context of " + std::to_string(ctx) + " tokens does not fit this GPU (" + err.what() +
+                             "); try a smaller --ctx");
+  }
   e.generator = std::make_unique<Generator>(*e.forward);
   if (!quiet) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

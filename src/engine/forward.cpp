@@ -97,8 +97,9 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   }
   s_.logits = dev.buffer("state.logits", (uint64_t)c.vocab_size * F);
   s_.argmax_part = dev.buffer("state.argmax_part", GraphBuilder::kArgmaxParts * 8);
+  // The buffer first: a context too long for the device fails here, before the table is computed.
+  s_.rope = dev.buffer("state.rope", (uint64_t)max_context * (c.rotary_dim / 2) * 2 * F);
   std::vector<float> rope = rope_table(c, max_context);
-  s_.rope = dev.buffer("state.rope", rope.size() * F);
   dev.write(s_.rope, rope.data(), rope.size() * F);
   std::vector<uint32_t> pages(n_pages);
   for (uint32_t i = 0; i < n_pages; i++) pages[i] = i;
