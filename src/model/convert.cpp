@@ -12,20 +12,11 @@
 #include "model/gguf_meta.h"
 #include "model/gguf_writer.h"
 #include "model/model_error.h"
+#include "model/quant.h"
 
 namespace ztvm {
 
 namespace {
-
-bool writable(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: case GgmlType::Q8_0:
-    case GgmlType::Q4_0: case GgmlType::Q4_K: case GgmlType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
 
 struct OutTensor {
   std::string name;
@@ -129,7 +120,7 @@ uint32_t gguf_file_type(GgmlType type) {
 
 void convert_model(const ModelFile& in, const std::string& out_path, GgmlType type, const GgufFile* vocab_source,
                    const ConvertOptions& options) {
-  if (!writable(type))
+  if (!type_supported(type))  // every type the engine computes with has a quantizer (quant.cpp)
     throw ModelError(std::string("convert: cannot write type ") + type_name(type) +
                      " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
   const ModelConfig& c = in.config;
