@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <random>
@@ -400,6 +401,16 @@ TEST(AttentionSplit, WideOnlyForLongOneTokenPasses) {
   EXPECT_EQ(attention_split(128, 4096, 7), 128u);   // a pass of 7 tokens
   EXPECT_EQ(attention_split(32, 700, 1), 32u);      // 22 splits
   EXPECT_EQ(attention_split(32, 800, 1), 64u);      // 25
+}
+
+// CTest runs the subgroup kernels' cases again with lavapipe's 512-bit vectors (gpu_kernels_sg16 and
+// gpu_matvec_q8_sg16 in CMakeLists.txt), where subgroups hold 16 invocations instead of 8: this checks
+// that the device really has that size, so those runs do not pass at the default size unnoticed.
+TEST(Subgroups, SizeIsTheOneAsked) {
+  const char* want = std::getenv("ZTVM_EXPECT_SUBGROUP");
+  if (!want) GTEST_SKIP() << "only in the runs that ask for a subgroup size (ZTVM_EXPECT_SUBGROUP)";
+  EXPECT_EQ(device().info().subgroup_min, (uint32_t)std::atoi(want));
+  EXPECT_EQ(device().info().subgroup_max, (uint32_t)std::atoi(want));
 }
 
 // One-token attention without splits (attention_decode.wgsl): positions within one block of 256 and
