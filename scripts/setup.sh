@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything Zero-TVM C++ needs on Debian 12 (run as root; idempotent).
-#  - compiler, CMake, the -dev libraries we link (GoogleTest, nlohmann-json, CLI11, PCRE2, utf8proc, cpp-httplib)
+#  - compiler, CMake, the -dev libraries we link (GoogleTest, nlohmann-json, CLI11, PCRE2, utf8proc, cpp-httplib,
+#    OpenSSL's libcrypto) and libcurl (`ztvm pull` loads it at run time; its headers for the build)
 #  - the Vulkan loader and Mesa 25 lavapipe from bookworm-backports (Debian 12's Mesa 22.3 is rejected by Dawn)
 #  - the Vulkan and SPIRV-Tools headers for tools/shader-stats
 #  - the prebuilt Dawn (libwebgpu_wrapper.so) from npm bun-webgpu-linux-x64@0.1.7, integrity-checked, into third_party/dawn
@@ -11,7 +12,7 @@ SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 
 PKGS="build-essential cmake pkg-config git ca-certificates curl xz-utils \
-  libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev chromium \
+  libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libssl-dev libcurl4-openssl-dev chromium \
   libvulkan1 vulkan-tools libvulkan-dev spirv-tools"
 
 # bookworm-backports, from the machine's own Debian mirror, for Mesa 25 (lavapipe).

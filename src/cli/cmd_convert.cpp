@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/command.h"
+#include "hub/pull.h"
 #include "model/convert.h"
 #include "model/model_error.h"
 
@@ -27,7 +28,7 @@ int run_convert(int argc, char** argv) {
   GgmlType type;
   if (!type_from_name(type_str.c_str(), &type))
     throw ModelError("--type: unknown type '" + type_str + "' (expected F32, F16, BF16, Q8_0, Q4_0 or Q4_K)");
-  std::unique_ptr<ModelFile> model = open_model(model_path);
+  std::unique_ptr<ModelFile> model = open_model(hub::resolve_model(model_path));
   std::unique_ptr<GgufFile> vocab;
   if (!vocab_path.empty()) vocab = GgufFile::open(vocab_path);
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/command.h"
+#include "hub/pull.h"
 #include "model/model_error.h"
 #include "model/model_file.h"
 
@@ -62,8 +63,9 @@ void print_tensors(const std::vector<const TensorView*>& tensors) {
 int run_info(int argc, char** argv) {
   CLI::App app{"Show a model's configuration, metadata and tensors"};
   std::string path;
-  app.add_option("model", path, "a .gguf file or a Hugging Face model directory")->required();
+  app.add_option("model", path, "a .gguf file, a Hugging Face model directory or ORG/REPO[:TAG] (see `ztvm pull`)")->required();
   CLI11_PARSE(app, argc, argv);
+  path = hub::resolve_model(path);  // ORG/REPO[:TAG] on the hub: pulled on first use
 
   std::unique_ptr<ModelFile> model;
   std::unique_ptr<GgufFile> gguf_only;

@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/engine_setup.h"
 #include "engine/perplexity.h"
+#include "hub/pull.h"
 #include "text/tokenizer.h"
 
 namespace ztvm::cli {
@@ -37,6 +38,7 @@ static int run_ppl(int argc, char** argv) {
 
   // The window defaults to 512 tokens (llama.cpp's default) but never exceeds what the model was
   // trained on; the model file is mapped, so opening it once more just to read the limit is cheap.
+  eo.model = hub::resolve_model(eo.model);  // ORG/REPO[:TAG]: pulled once, here
   uint32_t model_ctx = open_model(eo.model)->config.max_position_embeddings;
   uint32_t ctx = eo.ctx ? eo.ctx : 512;
   if (model_ctx && ctx > model_ctx) {

@@ -1,5 +1,7 @@
 #include "cli/engine_setup.h"
 
+#include "hub/pull.h"
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -21,8 +23,9 @@ static std::string default_model() {
 
 void EngineOptions::add_to(CLI::App& app, bool model_required) {
   auto* m = app.add_option("-m,--model", model,
-                           model_required ? "model: a .gguf file or a Hugging Face directory"
-                                          : "model: a .gguf file or a Hugging Face directory (default: the embedded model)");
+                           std::string("model: a .gguf file, a Hugging Face directory, or ORG/REPO[:TAG] on the Hugging "
+                                       "Face Hub (pulled on first use, see `ztvm pull`)") +
+                               (model_required ? "" : " (default: the embedded model)"));
   if (model_required) m->required();
   app.add_option("-c,--ctx", ctx, "context size in tokens (default: the model's, at most 4096)");
   app.add_option("--gpu", gpu, "adapter: auto (discrete GPU if present), discrete, cpu")
@@ -36,7 +39,7 @@ void EngineOptions::add_to(CLI::App& app, bool model_required) {
 Engine load_engine(const EngineOptions& o, bool quiet) {
   auto t0 = std::chrono::steady_clock::now();
   Engine e;
-  e.model = open_model(o.model.empty() ? default_model() : o.model);
+  e.model = open_model(o.model.empty() ? default_model() : hub::resolve_model(o.model));
   e.device = std::make_unique<gpu::Device>(gpu::Device::Options{o.gpu, o.timestamps, o.gpu_robust});
   uint32_t ctx = o.ctx ? o.ctx : std::min<uint32_t>(e.model->config.max_position_embeddings, 4096);
   const uint32_t kv_tokens = o.kv_tokens ? o.kv_tokens : ((ctx + Forward::kPage - 1) / Forward::kPage) * Forward::kPage * o.sequences;
