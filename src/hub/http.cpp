@@ -98,9 +98,10 @@ struct FileSink {
   FILE* f;
   uint64_t have;           // bytes in the file
   uint64_t total = 0;      // the file's whole size once known
-  bool started = false, accepted = false, write_failed = false;
+  bool started = false, accepted = false;
   long status = 0;
-  std::string error_body;  // the start of a body that is not the file (an error page)
+  std::string error_body;   // the start of a body that is not the file (an error page)
+  std::string write_error;  // why the part file could not take the bytes
   const std::function<void(uint64_t, uint64_t)>* progress;
   const std::function<bool()>* keep_going;
   bool stopped = false;
@@ -120,8 +121,7 @@ size_t on_file_data(char* data, size_t size, size_t n, void* user) {
     } else if (s->status == 200) {  // the whole file: whatever the part file held goes
       s->accepted = true;
       if (s->have && ftruncate(fileno(s->f), 0) != 0) {
-        s->write_failed = true;
-        s->error_body = std::string("cannot restart the part file: ") + std::strerror(errno);
+        s->write_error = std::string("cannot restart it: ") + std::strerror(errno);
         return 0;
       }
       s->have = 0;
@@ -133,8 +133,7 @@ size_t on_file_data(char* data, size_t size, size_t n, void* user) {
     return bytes;
   }
   if (std::fwrite(data, 1, bytes, s->f) != bytes) {
-    s->write_failed = true;
-    s->error_body = std::strerror(errno);
+    s->write_error = std::strerror(errno);
     return 0;  // aborts the transfer
   }
   s->have += bytes;
@@ -222,7 +221,7 @@ DownloadResult Http::download(const std::string& url, const std::vector<std::str
     CURLcode rc = curl_->easy_perform(e.h);
     r.status = sink.started ? sink.status : e.status();
     r.interrupted = sink.stopped;
-    if (sink.write_failed) r.error = "writing " + part_path + ": " + sink.error_body;
+    if (!sink.write_error.empty()) r.error = "writing " + part_path + ": " + sink.write_error;
     else if (rc != CURLE_OK && !sink.stopped) r.error = e.error(rc);
     else if (!sink.accepted) r.error = sink.error_body;
     r.complete = rc == CURLE_OK && sink.accepted;
