@@ -132,6 +132,11 @@ TEST(Cli, BadInputsGiveOneLineAndExit1) {
                      "context");
   // A context whose buffers exceed what the GPU allows: named as the context, with the option to change.
   expect_clean_error(run_ztvm("run -m " + kStories + "stories260K-f32.gguf --ctx 200000000 -p hi -n 1"), "--ctx");
+  // Writing over a file the command reads is refused, and the file is left as it was.
+  const std::string own = write("own.gguf", good);
+  expect_clean_error(run_ztvm("convert " + own + " -o " + own + " --type Q8_0"), "is the input file itself");
+  expect_clean_error(run_ztvm("synth --shape llama-3.2-1b --vocab " + own + " -o " + own), "is the --vocab file itself");
+  EXPECT_EQ(read_file(own), good);
   fs::remove_all(tmp);
 }
 

@@ -28,7 +28,10 @@ int run_convert(int argc, char** argv) {
   GgmlType type;
   if (!type_from_name(type_str.c_str(), &type))
     throw ModelError("--type: unknown type '" + type_str + "' (expected F32, F16, BF16, Q8_0, Q4_0 or Q4_K)");
-  std::unique_ptr<ModelFile> model = open_model(hub::resolve_model(model_path));
+  model_path = hub::resolve_model(model_path);
+  refuse_output_over_input(out_path, model_path, "input");
+  refuse_output_over_input(out_path, vocab_path, "--vocab");
+  std::unique_ptr<ModelFile> model = open_model(model_path);
   std::unique_ptr<GgufFile> vocab;
   if (!vocab_path.empty()) vocab = GgufFile::open(vocab_path);
 

@@ -26,6 +26,7 @@ int run_synth(int argc, char** argv) {
   app.add_option("--name", name, "general.name (default: '<shape> (random weights)')");
   CLI11_PARSE(app, argc, argv);
 
+  refuse_output_over_input(out_path, vocab_path, "--vocab");
   const QuantMix mix = parse_quant_mix(type_str);
   const ModelConfig config = synth_shape(shape);
   std::unique_ptr<GgufFile> vocab;
