@@ -69,6 +69,15 @@ TEST(Cli, RunReproducesLlama2cGreedyText) {
   EXPECT_GE(same, 60u);  // the first sentence; llama.cpp's Q4_0 run also diverges early
 }
 
+// -n -1, as in llama.cpp: generate until end of sequence or until the context is full.
+TEST(Cli, RunWithMinusOneFillsTheContext) {
+  CliRun r = run_ztvm("run -m " + kStories + "stories260K-Q8_0.gguf -p hi -n -1 --ctx 64 --ignore-eos");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("prompt 3 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("generated 61 tokens"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not "), std::string::npos) << r.err;  // no "generating N tokens, not M" note
+}
+
 // No -m: the embedded default model (models/default.gguf, beside the binary as ztvm-default.gguf).
 TEST(Cli, RunWithoutModelUsesTheDefaultModel) {
   CliRun r = run_ztvm("run -p 'And God said' -n 24 -q");

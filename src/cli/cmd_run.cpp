@@ -18,14 +18,15 @@ static int run_run(int argc, char** argv) {
   EngineOptions eo;
   eo.add_to(app, /*model_required=*/false);
   std::string prompt, prompt_file;
-  uint32_t n = 128;
+  int64_t n_arg = 128;
   SamplingParams sp;
   bool ignore_eos = false, quiet = false;
   uint64_t seed = 0;
   std::vector<std::string> stops;
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-f,--file", prompt_file, "read the prompt from a file");
-  app.add_option("-n,--n-predict", n, "tokens to generate")->check(CLI::Range(0u, 1u << 20));
+  app.add_option("-n,--n-predict", n_arg, "tokens to generate (-1: until end of sequence or the context is full)")
+      ->check(CLI::Range(-1, 1 << 20));
   app.add_option("--temp", sp.temperature, "sampling temperature (0: greedy, the default)")->check(CLI::Range(0.0, 100.0));
   app.add_option("--top-k", sp.top_k, "keep the k most likely tokens (0: all)")->check(CLI::Range(0, 1 << 24));
   app.add_option("--top-p", sp.top_p, "keep the most likely tokens covering this probability mass")->check(CLI::Range(0.0, 1.0));
@@ -57,6 +58,7 @@ static int run_run(int argc, char** argv) {
   if (ids.size() >= e.forward->max_context())
     throw std::runtime_error("prompt of " + std::to_string(ids.size()) + " tokens does not fit the context of " +
                              std::to_string(e.forward->max_context()) + " (use --ctx)");
+  uint32_t n = n_arg < 0 ? room : (uint32_t)n_arg;  // llama.cpp's -n -1
   if (n > room) {
     if (!quiet) std::fprintf(stderr, "ztvm: generating %u tokens, not %u: the context ends there\n", room, n);
     n = room;
