@@ -116,6 +116,50 @@ TEST(Cli, LogitsMatchLlamaCppOnTheSameFiles) {
   }
 }
 
+// --quantize re-encodes a Hugging Face directory's float weights on load the way `convert --type`
+// writes them to a file: the logits of the two agree (to rounding: the GGUF's llama Q/K rows are
+// permuted for its RoPE), and differ from the float model's by a quantization's error. The cases
+// cover permuted Q/K (llama), a tied Q6_K head (Q4_K), fused QKV and gate/up views (phi3), QK-norm.
+TEST(Cli, QuantizeOnLoadMatchesConvertedFile) {
+  auto nmse = [](const ztvm::NpyArray& a, const ztvm::NpyArray& b) {
+    EXPECT_EQ(a.shape, b.shape);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.data.size() && i < b.data.size(); i++) {
+      num += (double)(a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
+      den += (double)b.data[i] * b.data[i];
+    }
+    return num / den;
+  };
+  const std::pair<const char*, const char*> cases[] = {
+      {"llama-gqa-f16", "Q8_0"}, {"llama-tied-f16", "Q4_K"}, {"phi3-f16", "Q4_K"}, {"qwen3-f16", "Q4_0"}};
+  const fs::path tmp = fs::temp_directory_path() / "ztvm_cli_quantize";
+  fs::create_directories(tmp);
+  CliRun r;
+  for (auto [model, type] : cases) {
+    const std::string dir = kSrc + "/tests/fixtures/models/" + model;
+    std::string ids = read_file(dir + "/ids.txt");
+    for (char& c : ids) c = c == ' ' ? ',' : c;
+    while (!ids.empty() && (ids.back() == '\n' || ids.back() == ',')) ids.pop_back();
+    const std::string gguf = (tmp / "m.gguf").string(), a = (tmp / "a.npy").string(), b = (tmp / "b.npy").string(),
+                      f = (tmp / "f.npy").string();
+    ASSERT_EQ(run_ztvm("convert " + dir + " -o " + gguf + " --type " + type).status, 0) << model;
+    ASSERT_EQ(run_ztvm("logits -m " + gguf + " --ids " + ids + " -o " + a).status, 0) << model;
+    r = run_ztvm("logits -m " + dir + " --quantize " + type + " --ids " + ids + " -o " + b);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("float matrices quantized to " + std::string(type)), std::string::npos) << r.err;
+    ASSERT_EQ(run_ztvm("logits -m " + dir + " --ids " + ids + " -o " + f).status, 0) << model;
+    const double vs_file = nmse(ztvm::read_npy(b), ztvm::read_npy(a)), vs_float = nmse(ztvm::read_npy(b), ztvm::read_npy(f));
+    std::printf("  %s %s: NMSE vs the converted file %.3g, vs the float weights %.3g\n", model, type, vs_file, vs_float);
+    EXPECT_LT(vs_file, 1e-8) << model << " " << type;
+    EXPECT_GT(vs_float, 1e-7) << model << " " << type;  // the weights did change
+    EXPECT_LT(vs_float, 0.1) << model << " " << type;  // 4 bits of random N(0, 0.05) weights: ~0.03-0.06
+  }
+  r = run_ztvm("run -m " + kStories + "stories260K-f32.gguf --quantize Q5_1 -p hi -n 1");  // CLI11's check
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("--quantize: Q5_1 not in"), std::string::npos) << r.err;
+  fs::remove_all(tmp);
+}
+
 TEST(Cli, BadInputsGiveOneLineAndExit1) {
   fs::path tmp = fs::temp_directory_path() / "ztvm_cli_bad";
   fs::create_directories(tmp);

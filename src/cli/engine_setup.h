@@ -20,6 +20,7 @@ struct EngineOptions {
   bool gpu_robust = false;    // Dawn's bounds clamps and workgroup zeroing kept (slower; for debugging kernels)
   uint32_t sequences = 1;     // sequences that may hold a full context at once (the server's slots)
   uint32_t kv_tokens = 0;     // KV cache size shared by all sequences; 0: ctx x sequences
+  std::string quantize;       // Q8_0 | Q4_0 | Q4_K: float weights re-encoded on load; empty: as stored
   void add_to(CLI::App& app, bool model_required = true);
 };
 

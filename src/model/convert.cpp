@@ -91,7 +91,56 @@ std::vector<float> vector_values(const OutTensor& t) {
   return permuted;
 }
 
+bool is_float(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+
 }  // namespace
+
+size_t quantize_weights(ModelFile& m, GgmlType type,
+                        const std::function<void(size_t, size_t, const std::string&, GgmlType)>& progress) {
+  if (!type_supported(type) || is_float(type))
+    throw ModelError(std::string("cannot quantize weights to ") + type_name(type) + " (supported: Q8_0, Q4_0, Q4_K)");
+  const GgmlType head_type = type == GgmlType::Q4_K ? GgmlType::Q6_K : type;
+  // Float matrices, largest first, so that a fused tensor is re-encoded before the views inside it.
+  std::vector<std::pair<const std::string*, TensorView*>> todo;
+  for (auto& [name, v] : m.tensors)
+    if (v.ne.size() >= 2 && is_float(v.type)) todo.push_back({&name, &v});
+  std::stable_sort(todo.begin(), todo.end(), [](const auto& a, const auto& b) { return a.second->nbytes > b.second->nbytes; });
+  struct Reencoded {
+    const TensorView before;  // where its rows were, and how wide
+    const uint8_t* data;      // where they are now
+    GgmlType type;
+  };
+  std::vector<Reencoded> done;
+  size_t count = 0;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const std::string& name = *todo[i].first;
+    TensorView& v = *todo[i].second;
+    const uint64_t cols = v.cols();
+    auto inside = std::find_if(done.begin(), done.end(), [&](const Reencoded& d) {
+      return d.before.cols() == cols && v.data >= d.before.data && v.data + v.nbytes <= d.before.data + d.before.nbytes;
+    });
+    if (inside != done.end()) {  // a row range of a fused tensor: the same rows in the new bytes
+      const uint64_t first_row = (uint64_t)(v.data - inside->before.data) / row_bytes(inside->before.type, cols);
+      v.type = inside->type;
+      v.data = inside->data + first_row * row_bytes(v.type, cols);
+      v.nbytes = row_bytes(v.type, cols) * v.rows();
+      continue;
+    }
+    const bool head = name == "output.weight" || (m.config.tie_word_embeddings && name == "token_embd.weight");
+    const GgmlType t = convert_matrix_type(head ? head_type : type, cols);
+    if (is_float(t)) continue;  // rows that no block of this type divides: kept as they are
+    if (progress) progress(i, todo.size(), name, t);
+    std::vector<uint8_t> bytes(row_bytes(t, cols) * v.rows());
+    fill_matrix(OutTensor{name, {&v}, 0, t}, bytes.data());
+    done.push_back({v, bytes.data(), t});
+    m.requantized.push_back(std::move(bytes));  // moving a vector keeps its buffer where it is
+    v.type = t;
+    v.data = m.requantized.back().data();
+    v.nbytes = m.requantized.back().size();
+    count++;
+  }
+  return count;
+}
 
 uint64_t llama_permuted_row(uint64_t r, uint64_t head_dim) {
   const uint64_t head = r / head_dim, j = r % head_dim;

@@ -24,6 +24,14 @@ struct ConvertOptions {
 void convert_model(const ModelFile& in, const std::string& out_path, GgmlType type, const GgufFile* vocab_source,
                    const ConvertOptions& options = {});
 
+// Quantize on load: every float matrix of `m` (F32, F16, BF16) re-encoded in memory as `type`, with
+// the choices convert_model makes for a file (block fallbacks; with Q4_K the LM head as Q6_K); the
+// views point into m.requantized afterwards. Views into a fused tensor (Phi-3's attn_q/k/v in
+// attn_qkv) stay views into its re-encoded bytes. Matrices already quantized are left as they are.
+// progress(i, n, name, type) before each matrix. Returns how many matrices were re-encoded.
+size_t quantize_weights(ModelFile& m, GgmlType type,
+                        const std::function<void(size_t, size_t, const std::string&, GgmlType)>& progress = {});
+
 // The type a matrix with rows of `cols` elements is written as, given the requested type.
 GgmlType convert_matrix_type(GgmlType requested, uint64_t cols);
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "model/gguf.h"
@@ -28,6 +29,7 @@ struct ModelFile {
   std::map<std::string, TensorView> tensors;     // canonical GGUF names
   std::unique_ptr<GgufFile> gguf;                // set when the source is GGUF (tokenizer metadata lives there)
   std::unique_ptr<SafetensorsDir> safetensors;   // set when the source is an HF directory
+  std::vector<std::vector<uint8_t>> requantized; // weights re-encoded on load (quantize_weights): views point here
 
   // Throws ModelError "PATH: missing tensor 'NAME'" when absent.
   const TensorView& get(const std::string& name) const;
