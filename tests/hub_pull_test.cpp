@@ -220,6 +220,9 @@ TEST_F(Pull, FetchesATagChecksItAndRunsItOffline) {
   ASSERT_EQ(original.status, 0) << original.err;
   EXPECT_EQ(pulled.out, original.out);
   EXPECT_GT(pulled.out.size(), 20u);
+  CliRun ids = run_ztvm("tokenize -m ztvm-test/stories:Q8_0 'Once upon a time'");
+  ASSERT_EQ(ids.status, 0) << ids.err;
+  EXPECT_EQ(ids.out, run_ztvm("tokenize -m " + kStories + "stories260K-Q8_0.gguf 'Once upon a time'").out);
 }
 
 TEST_F(Pull, ResumesWhereADroppedConnectionStopped) {

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "cli/command.h"
+#include "hub/pull.h"
 #include "text/chat_template.h"
 
 namespace ztvm::cli {
@@ -51,7 +52,7 @@ int run_template(int argc, char** argv) {
   std::string model, template_file, messages_file, tools_file;
   std::vector<std::string> vars;
   bool no_gen = false;
-  auto* m = app.add_option("-m,--model", model, "take the template and BOS/EOS text from this .gguf file or HF directory");
+  auto* m = app.add_option("-m,--model", model, "take the template and BOS/EOS text from this .gguf file, HF directory or ORG/REPO[:TAG]");
   auto* t = app.add_option("--template", template_file, "a .jinja chat template file");
   app.add_option("--messages", messages_file,
                  "JSON file: an array of messages, or {\"messages\", \"tools\", \"chat_template_kwargs\"}")
@@ -68,6 +69,7 @@ int run_template(int argc, char** argv) {
   opts.add_generation_prompt = !no_gen;
   std::string source;
   if (!model.empty()) {
+    model = hub::resolve_model(model);  // ORG/REPO[:TAG]: pulled on first use
     ModelChatTemplate mt = load_model_chat_template(model);
     if (mt.source.empty()) std::fprintf(stderr, "note: %s has no chat template; using the ChatML fallback\n", model.c_str());
     source = mt.source;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "hub/pull.h"
 #include "model/model_error.h"
 #include "text/tokenizer.h"
 
@@ -52,7 +53,7 @@ int run_tokenize(int argc, char** argv) {
   CLI::App app{"Print the token ids of a text (no BOS/EOS, special-token text not parsed)", argv[0]};
   std::string model, tokenizer_json, file, text;
   bool add_special = false, parse_special = false, bench = false, pieces = false;
-  auto* m = app.add_option("-m,--model", model, "a .gguf file or a Hugging Face model directory");
+  auto* m = app.add_option("-m,--model", model, "a .gguf file, a Hugging Face model directory or ORG/REPO[:TAG]");
   auto* t = app.add_option("--tokenizer", tokenizer_json, "a tokenizer.json file");
   auto* f = app.add_option("-f,--file", file, "read the text from this file");
   auto* p = app.add_option("text", text, "the text (when no -f)");
@@ -67,7 +68,7 @@ int run_tokenize(int argc, char** argv) {
   if (file.empty() && !p->count() && !bench) throw ModelError("give TEXT or -f FILE");
 
   auto t0 = std::chrono::steady_clock::now();
-  auto tok = model.empty() ? Tokenizer::from_json(tokenizer_json) : Tokenizer::from_model_path(model);
+  auto tok = model.empty() ? Tokenizer::from_json(tokenizer_json) : Tokenizer::from_model_path(hub::resolve_model(model));
   double load_s = seconds_since(t0);
   if (!file.empty()) text = read_file(file);
   if (bench) {
