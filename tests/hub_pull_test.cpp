@@ -220,7 +220,11 @@ TEST_F(Pull, FetchesATagChecksItAndRunsItOffline) {
   ASSERT_EQ(original.status, 0) << original.err;
   EXPECT_EQ(pulled.out, original.out);
   EXPECT_GT(pulled.out.size(), 20u);
-  CliRun ids = run_ztvm("tokenize -m ztvm-test/stories:Q8_0 'Once upon a time'");
+  // `list` names it as -m takes it.
+  CliRun list = run_ztvm("list");
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_NE(list.out.find("ztvm-test/stories:stories260K-Q8_0.gguf"), std::string::npos) << list.out;
+  CliRun ids = run_ztvm("tokenize -m ztvm-test/stories:stories260K-Q8_0.gguf 'Once upon a time'");
   ASSERT_EQ(ids.status, 0) << ids.err;
   EXPECT_EQ(ids.out, run_ztvm("tokenize -m " + kStories + "stories260K-Q8_0.gguf 'Once upon a time'").out);
 }
@@ -248,6 +252,8 @@ TEST_F(Pull, ResumesWhereADroppedConnectionStopped) {
   ASSERT_TRUE(fs::exists(part));
   const uint64_t kept = fs::file_size(part);
   EXPECT_GT(kept, 0u);
+  EXPECT_NE(run_ztvm("list").out.find("stories260K-Q8_0.gguf  "), std::string::npos);
+  EXPECT_NE(run_ztvm("list").out.find("(partial"), std::string::npos);
   hub->drops_left = 0;
   hub->cdn_ranges.clear();
   r = run_ztvm("pull ztvm-test/stories:Q8_0");
@@ -314,6 +320,7 @@ TEST_F(Pull, FetchesASafetensorsDirectory) {
   EXPECT_FALSE(fs::exists(dir + "/greedy24.txt"));  // not part of a model
   EXPECT_FALSE(fs::exists(dir + "/logits.npy"));
   hub.reset();  // pulled: `info` finds it with the hub gone
+  EXPECT_NE(run_ztvm("list").out.find("ztvm-test/llama-gqa  "), std::string::npos);
   r = run_ztvm("info ztvm-test/llama-gqa");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("llama"), std::string::npos);
