@@ -4,7 +4,9 @@
 // files are the real test models, so what was pulled is run and compared with the originals.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
 
 #include <algorithm>
 #include <atomic>
@@ -261,6 +263,20 @@ TEST_F(Pull, ResumesWhereADroppedConnectionStopped) {
   ASSERT_EQ(hub->cdn_ranges.size(), 1u);
   EXPECT_EQ(hub->cdn_ranges[0], "bytes=" + std::to_string(kept) + "-");
   EXPECT_EQ(slurp(local("ztvm-test/stories/stories260K-Q8_0.gguf")), slurp(kStories + "stories260K-Q8_0.gguf"));
+}
+
+TEST_F(Pull, OnePullAFileAtATime) {
+  const fs::path part = local("ztvm-test/stories/stories260K-Q4_0.gguf.part");
+  fs::create_directories(part.parent_path());
+  const int fd = ::open(part.c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);  // as a pull under way holds it
+  CliRun r = run_ztvm("pull ztvm-test/stories:Q4_0");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("another ztvm pull is downloading"), std::string::npos) << r.err;
+  ::close(fd);
+  r = run_ztvm("pull ztvm-test/stories:Q4_0");
+  ASSERT_EQ(r.status, 0) << r.err;
 }
 
 TEST_F(Pull, DeletesADownloadWhoseChecksumDiffers) {

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -203,6 +204,11 @@ DownloadResult Http::download(const std::string& url, const std::vector<std::str
                               const std::function<bool()>& keep_going) {
   FILE* f = std::fopen(part_path.c_str(), "ab");
   if (!f) throw HubError("cannot write " + part_path + ": " + std::strerror(errno));
+  // Two pulls of one file would append to it in turn and spoil it: the second one stops here.
+  if (flock(fileno(f), LOCK_EX | LOCK_NB) != 0) {
+    std::fclose(f);
+    throw HubError("another ztvm pull is downloading into " + part_path + "; let it finish");
+  }
   std::fseek(f, 0, SEEK_END);
   FileSink sink{nullptr, f, (uint64_t)std::ftell(f)};
   sink.progress = &progress;
