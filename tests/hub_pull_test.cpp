@@ -196,6 +196,22 @@ TEST(HubSpec, ChoosesOneGgufOrSaysWhatThereIs) {
   EXPECT_THROW(choose_files({{"README.md", 1}}, {"o/r", ""}), HubError);
 }
 
+TEST(HubSpec, FetchesOnlyTheWeightsTheModelLoads) {
+  // Mistral-style: the same weights twice, as shards with an index and as consolidated.safetensors.
+  std::vector<RepoFile> files = {{"config.json", 1}, {"model.safetensors.index.json", 1}, {"consolidated.safetensors", 9},
+                                 {"model-00001-of-00002.safetensors", 4}, {"model-00002-of-00002.safetensors", 5}};
+  Choice c = choose_files(files, {"o/r", ""});
+  keep_indexed_weights(c, R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})");
+  std::vector<std::string> kept;
+  for (const auto& f : c.files) kept.push_back(f.path);
+  EXPECT_EQ(kept, (std::vector<std::string>{"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                                            "model-00002-of-00002.safetensors"}));
+  c = choose_files({{"config.json", 1}, {"model.safetensors", 4}, {"consolidated.safetensors", 4}}, {"o/r", ""});
+  keep_indexed_weights(c, "");
+  ASSERT_EQ(c.files.size(), 2u);
+  EXPECT_EQ(c.files[1].path, "model.safetensors");
+}
+
 TEST_F(Pull, FetchesATagChecksItAndRunsItOffline) {
   CliRun r = run_ztvm("pull ztvm-test/stories:Q8_0");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -327,6 +343,7 @@ TEST_F(Pull, FetchesASafetensorsDirectory) {
   for (const char* f : {"config.json", "generation_config.json", "fixture.json", "greedy24.txt", "logits.npy"})
     repo[f] = {slurp(kGqa + f), false};
   repo["model.safetensors"] = {slurp(kGqa + "model.safetensors"), true};
+  repo["consolidated.safetensors"] = {slurp(kGqa + "model.safetensors"), true};  // the same weights again
   CliRun r = run_ztvm("pull ztvm-test/llama-gqa");
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string dir = local("ztvm-test/llama-gqa");
@@ -335,6 +352,7 @@ TEST_F(Pull, FetchesASafetensorsDirectory) {
     EXPECT_EQ(slurp(dir + "/" + f), slurp(kGqa + f)) << f;
   EXPECT_FALSE(fs::exists(dir + "/greedy24.txt"));  // not part of a model
   EXPECT_FALSE(fs::exists(dir + "/logits.npy"));
+  EXPECT_FALSE(fs::exists(dir + "/consolidated.safetensors"));
   hub.reset();  // pulled: `info` finds it with the hub gone
   EXPECT_NE(run_ztvm("list").out.find("ztvm-test/llama-gqa  "), std::string::npos);
   r = run_ztvm("info ztvm-test/llama-gqa");

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 namespace fs = std::filesystem;
 
@@ -158,6 +159,22 @@ Choice choose_files(const std::vector<RepoFile>& files, const RepoSpec& spec) {
     throw HubError(spec.repo + " has no GGUF files, so ':" + spec.selector +
                    "' picks nothing; `ztvm pull " + spec.repo + "` fetches its safetensors model");
   return c;
+}
+
+void keep_indexed_weights(Choice& choice, const std::string& index_json) {
+  std::set<std::string> wanted;
+  if (!index_json.empty()) {
+    nlohmann::json j = nlohmann::json::parse(index_json, nullptr, false);
+    if (j.is_object() && j.contains("weight_map") && j["weight_map"].is_object())
+      for (const auto& [tensor, shard] : j["weight_map"].items())
+        if (shard.is_string()) wanted.insert(shard.get<std::string>());
+  }
+  if (wanted.empty()) {
+    for (const auto& f : choice.files)
+      if (f.path == "model.safetensors") wanted.insert(f.path);
+    if (wanted.empty()) return;  // no way to tell: every weights file
+  }
+  std::erase_if(choice.files, [&](const RepoFile& f) { return ends_with(f.path, ".safetensors") && !wanted.count(f.path); });
 }
 
 std::string models_dir() {

@@ -38,6 +38,11 @@ struct Choice {
 // Throws HubError saying what the repository does have when the spec matches nothing or several.
 Choice choose_files(const std::vector<RepoFile>& files, const RepoSpec& spec);
 
+// A directory choice narrowed to the weights the model loads: with model.safetensors.index.json
+// (its text given), the shards its weight_map names; else model.safetensors when there is one. Some
+// repositories also hold the same weights in another layout (Mistral's consolidated.safetensors).
+void keep_indexed_weights(Choice& choice, const std::string& index_json);
+
 // Whether a GGUF file name carries a quantization tag ("Q4_K_M" in "model-q4_k_m.gguf"), with
 // neither a letter or digit before it nor a letter, digit or '_' after it (so Q4_K is not Q4_K_M).
 bool name_has_tag(const std::string& path, const std::string& tag);

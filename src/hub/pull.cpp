@@ -232,9 +232,18 @@ std::string pull(const RepoSpec& spec, const PullOptions& options) {
   const std::string token = hub_token();
   if (!token.empty()) s.headers.push_back("Authorization: Bearer " + token);
   s.note(spec.text() + " from " + s.endpoint + (o.revision == "main" ? "" : " at " + o.revision));
-  const Choice choice = choose_files(s.list(), spec);
+  Choice choice = choose_files(s.list(), spec);
   const fs::path root = fs::path(o.dir) / spec.repo;
-  for (const RepoFile& f : choice.files) s.fetch(f, root / f.path);
+  // A directory's small files first: its weights index says which of the weights files to fetch.
+  auto weights = [](const RepoFile& f) { return f.path.ends_with(".safetensors"); };
+  for (const RepoFile& f : choice.files)
+    if (!weights(f)) s.fetch(f, root / f.path);
+  if (choice.directory) {
+    std::ifstream index(root / "model.safetensors.index.json");
+    keep_indexed_weights(choice, index ? std::string(std::istreambuf_iterator<char>(index), {}) : "");
+  }
+  for (const RepoFile& f : choice.files)
+    if (weights(f)) s.fetch(f, root / f.path);
   return (choice.directory ? root : root / choice.files[0].path).string();
 }
 
