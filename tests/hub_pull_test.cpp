@@ -57,9 +57,11 @@ struct FakeHub {
   };
   std::map<std::string, std::map<std::string, File>> repos;
   std::set<std::string> gated;           // repositories that answer 401 without the token
+  std::set<std::string> unserved;        // files listed that /resolve/ answers 404 for
   std::atomic<int> drop_after{-1};       // the CDN closes a response after this many bytes...
   std::atomic<int> drops_left{0};        // ...this many times
   std::atomic<bool> corrupt{false};      // the CDN flips a byte of every file
+  std::atomic<int> errors_left{0};       // the CDN answers 503 this many times
   std::mutex mu;
   std::vector<std::string> api_auth, cdn_auth, cdn_ranges;
   httplib::Server srv;
@@ -99,7 +101,8 @@ struct FakeHub {
     // Bodies come from a CDN: another host name, so curl must not forward the Authorization header.
     srv.Get(R"(/([^/]+)/([^/]+)/resolve/([^/]+)/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
       const std::string repo = req.matches[1].str() + "/" + req.matches[2].str();
-      if (!repos.count(repo) || !repos[repo].count(req.matches[4].str())) return void(res.status = 404);
+      if (!repos.count(repo) || !repos[repo].count(req.matches[4].str()) || unserved.count(req.matches[4].str()))
+        return void(res.status = 404);
       res.set_redirect("http://localhost:" + std::to_string(port) + "/cdn/" + repo + "/" + req.matches[4].str());
     });
     srv.Get(R"(/cdn/([^/]+)/([^/]+)/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -108,6 +111,7 @@ struct FakeHub {
         cdn_auth.push_back(req.get_header_value("Authorization"));
         cdn_ranges.push_back(req.get_header_value("Range"));
       }
+      if (errors_left-- > 0) return void(res.status = 503);
       std::string data = repos[req.matches[1].str() + "/" + req.matches[2].str()][req.matches[3].str()].data;
       if (corrupt) data[data.size() / 2] ^= 1;
       const int cut = drops_left-- > 0 ? drop_after.load() : -1;
@@ -293,6 +297,20 @@ TEST_F(Pull, OnePullAFileAtATime) {
   ::close(fd);
   r = run_ztvm("pull ztvm-test/stories:Q4_0");
   ASSERT_EQ(r.status, 0) << r.err;
+}
+
+TEST_F(Pull, RetriesAServerErrorAndStopsAtAMissingFile) {
+  hub->errors_left = 1;
+  CliRun r = run_ztvm("pull ztvm-test/stories:Q4_0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("HTTP 503 from the server; resuming"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(local("ztvm-test/stories/stories260K-Q4_0.gguf")), slurp(kStories + "stories260K-Q4_0.gguf"));
+  // Listed but not served (a 404 from /resolve/): no retry, one line that names the file.
+  hub->unserved.insert("stories260K-Q8_0.gguf");
+  r = run_ztvm("pull ztvm-test/stories:Q8_0");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error: stories260K-Q8_0.gguf: not found on http://127.0.0.1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("retry"), std::string::npos) << r.err;
 }
 
 TEST_F(Pull, DeletesADownloadWhoseChecksumDiffers) {

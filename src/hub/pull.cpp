@@ -179,15 +179,18 @@ struct Session {
       if (r.interrupted)
         throw HubError("interrupted; " + gb(have) + " of " + f.path + " kept in " + part.string() +
                        ": run the same command to resume");
-      if (r.status == 416 && have == f.size) break;  // the part file was whole already
-      if (r.status == 416) {  // asked past the end: the part does not belong to this file
-        fs::remove(part, ec);
+      if (r.status == 416) {  // asked for bytes past the end
+        if (have == f.size) break;  // the part file was whole already
+        if (have == 0) throw HubError(problem(r.status, f.path));
+        fs::remove(part, ec);  // longer than this file: not a part of it
         have = 0;
         continue;
       }
       std::string error = r.error;
       if (r.complete && have == f.size) break;
-      if (r.status >= 400 || (!r.complete && r.status >= 300 && r.error.empty())) throw HubError(problem(r.status, f.path));
+      if (r.status >= 500) error = "HTTP " + std::to_string(r.status) + " from the server";  // retried below
+      else if (r.status >= 400 || (!r.complete && r.status >= 300 && r.error.empty()))
+        throw HubError(problem(r.status, f.path));
       if (r.complete && have > f.size) {
         fs::remove(part, ec);
         throw HubError(f.path + ": the hub sent " + std::to_string(have) + " bytes for a file it lists as " +
