@@ -1,5 +1,7 @@
 #include "engine/generator.h"
 
+#include "engine/sample_cpu.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -85,37 +87,43 @@ std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
   return out;
 }
 
-GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n_max,
-                                  const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling) {
-  const Head head = sampling.greedy() ? Head::LastSample : Head::LastRandom;
-  if (!sampling.greedy()) fwd_.set_sampling(sampling);
+void Generator::prefill(const std::vector<int32_t>& prompt, size_t end, uint32_t n_max, Head last_head,
+                        GenerateStats& st) {
   if (prompt.empty()) throw std::runtime_error("empty prompt: at least one token (e.g. BOS) is needed");
   check_ids(prompt);
   if (prompt.size() + n_max > fwd_.max_context())
     throw std::runtime_error("prompt of " + std::to_string(prompt.size()) + " tokens + " + std::to_string(n_max) +
                              " to generate exceeds the context of " + std::to_string(fwd_.max_context()) + " tokens");
   bind_pages((uint32_t)(prompt.size() + n_max));
-  gpu::Device& dev = fwd_.device();
-  GenerateStats st;
   st.n_prompt = (uint32_t)prompt.size();
-  auto t0 = Clock::now();
-
   // Prefix reuse: keep cached entries that match the prompt; always recompute at least the last token.
   size_t keep = 0;
   while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
   cached_.resize(keep);
   const uint32_t chunk = fwd_.max_chunk();
-  for (size_t at = keep; at < prompt.size(); at += chunk) {
-    uint32_t n = (uint32_t)std::min<size_t>(chunk, prompt.size() - at);
-    bool last = at + n == prompt.size();
+  for (size_t at = keep; at < end; at += chunk) {
+    uint32_t n = (uint32_t)std::min<size_t>(chunk, end - at);
+    bool last = at + n == end;
     fwd_.write_ids(prompt.data() + at, n);
-    gpu::Recorder rec(dev, "prefill");
-    fwd_.encode(rec, last ? head : Head::None, (uint32_t)at, n, 0);
-    if (last) rec.copy(fwd_.ids(), 0, ring_[0], 0, 4);
+    gpu::Recorder rec(fwd_.device(), "prefill");
+    fwd_.encode(rec, last ? last_head : Head::None, (uint32_t)at, n, 0);
+    if (last && last_head != Head::None) rec.copy(fwd_.ids(), 0, ring_[0], 0, 4);
     rec.submit();
     cached_.insert(cached_.end(), prompt.begin() + at, prompt.begin() + at + n);
     st.n_prefilled += n;
   }
+}
+
+GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n_max,
+                                  const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling,
+                                  TokenConstraint* rule) {
+  if (rule) return generate_ruled(prompt, n_max, on_token, sampling, *rule);
+  const Head head = sampling.greedy() ? Head::LastSample : Head::LastRandom;
+  if (!sampling.greedy()) fwd_.set_sampling(sampling);
+  gpu::Device& dev = fwd_.device();
+  GenerateStats st;
+  auto t0 = Clock::now();
+  prefill(prompt, prompt.size(), n_max, head, st);
   if (n_max == 0) {
     dev.wait_idle();
     return st;
@@ -177,6 +185,46 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
   // The cache now holds the prompt and every generated token but the last (it was never fed back).
   const std::vector<uint32_t> gen = dev.read_as<uint32_t>(fwd_.tokens(), st.n_generated);
   for (uint32_t i = 0; i + 1 < st.n_generated; i++) cached_.push_back((int32_t)gen[i]);
+  return st;
+}
+
+// Under a rule the host picks each token from its step's logits: the prompt's last token, then each
+// pick, goes through the model alone with all its logits read back.
+GenerateStats Generator::generate_ruled(const std::vector<int32_t>& prompt, uint32_t n_max,
+                                        const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling,
+                                        TokenConstraint& rule) {
+  gpu::Device& dev = fwd_.device();
+  GenerateStats st;
+  const auto t0 = Clock::now();
+  Clock::time_point t_first;
+  prefill(prompt, prompt.size() - 1, n_max, Head::None, st);
+  const uint32_t vocab = fwd_.config().vocab_size;
+  std::vector<int32_t> picked;
+  int32_t tok = prompt.back();
+  for (uint32_t i = 0; i < n_max; i++) {
+    const uint32_t pos = (uint32_t)cached_.size();
+    fwd_.write_ids(&tok, 1);
+    gpu::Recorder rec(dev, "decode under a rule");
+    fwd_.encode(rec, Head::AllLogits, pos, 1);
+    rec.submit();
+    std::vector<float> logits = dev.read_as<float>(fwd_.logits(), vocab);
+    dev.check();
+    cached_.push_back(tok);
+    if (i == 0) st.n_prefilled++;  // the prompt's last token
+    const int32_t next = sample_cpu(logits, sampling, picked, st.n_generated, &rule);
+    if (next < 0) break;  // nothing may follow: the rule has ended the text
+    if (st.n_generated == 0) {
+      t_first = Clock::now();
+      st.ttft_ms = ms_since(t0);
+    }
+    st.n_generated++;
+    st.submissions++;
+    picked.push_back(next);
+    rule.accept(next);
+    if (!on_token(next)) break;
+    tok = next;
+  }
+  if (st.n_generated) st.decode_ms = ms_since(t_first);
   return st;
 }
 

@@ -30,9 +30,12 @@ class Generator {
   ~Generator();
 
   // Greedy generation of up to n_max tokens after `prompt`. on_token returns false to stop early.
-  // KV entries of a previous call that match the prompt's prefix are reused.
+  // KV entries of a previous call that match the prompt's prefix are reused. With a `rule`, every
+  // token is picked on the host among those it allows (sample_cpu.h), a step at a time; generation
+  // also ends where the rule allows nothing.
   GenerateStats generate(const std::vector<int32_t>& prompt, uint32_t n_max,
-                         const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling = {});
+                         const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling = {},
+                         TokenConstraint* rule = nullptr);
 
   // Logits [ids.size(), vocab] for every position (teacher forcing), from an empty cache.
   std::vector<float> logits(const std::vector<int32_t>& ids);
@@ -61,6 +64,12 @@ class Generator {
 
  private:
   void check_ids(const std::vector<int32_t>& ids) const;
+  // Checks, page binding and prefix reuse, then prompt[cached, end) through the model in chunks; the
+  // last chunk with `last_head` (and its picked id copied to ring slot 0 unless the head is None).
+  void prefill(const std::vector<int32_t>& prompt, size_t end, uint32_t n_max, Head last_head, GenerateStats& st);
+  GenerateStats generate_ruled(const std::vector<int32_t>& prompt, uint32_t n_max,
+                               const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling,
+                               TokenConstraint& rule);
   void bind_pages(uint32_t n_tokens);  // reserve (or throw) and point the passes at our pages
   void grow_ring(uint32_t n);          // readback slots, at least n
   Forward& fwd_;

@@ -19,6 +19,16 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.f; }
 };
 
+// A rule on which token may come next (constrained generation, e.g. JSON output). A generation
+// given one picks every token on the host from the step's logits (sample_cpu.h), one step a
+// submission: slower than the GPU's own sampling, which cannot ask the rule.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  virtual bool allows(int32_t id) const = 0;  // may `id` come next?
+  virtual void accept(int32_t id) = 0;        // `id` came
+};
+
 // Mirrors `Sampling` in kernels/sample.wgsl.
 struct SamplingUniform {
   float temperature, top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;

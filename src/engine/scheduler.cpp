@@ -173,7 +173,7 @@ bool Scheduler::step(Slot& s, bool alone) {
         return false;
       }
       return true;
-    }, sp);
+    }, sp, r.rule.get());
     GenerateStats& acc = s.result.stats;
     if (s.generated == 0) {  // the burst that prefilled the prompt
       acc.n_prompt = st.n_prompt;
@@ -187,6 +187,7 @@ bool Scheduler::step(Slot& s, bool alone) {
     finish(s, Finish::Error, e.what());
     return false;
   }
+  if (fresh.empty() && !cancel) stop = true;  // a rule that allows no token ends the text
   s.tokens.insert(s.tokens.end(), fresh.begin(), fresh.end());
   s.generated += (uint32_t)fresh.size();
   if (cancel) finish(s, Finish::Cancelled);

@@ -34,6 +34,7 @@ struct SeqRequest {
   std::vector<int32_t> prompt;
   uint32_t n_max = 0;        // tokens to generate at most (prompt + n_max <= the context)
   SamplingParams sampling;
+  std::shared_ptr<TokenConstraint> rule;  // set: every token is one the rule allows (Generator::generate)
   // Called on the worker thread for every generated token; false ends the request (Finish::Stopped).
   std::function<bool(int32_t)> on_token;
   // Called once on the worker thread when the request ends, whatever the reason.

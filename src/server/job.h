@@ -18,9 +18,10 @@ namespace ztvm::server {
 
 class Job {
  public:
-  // Queues the request (ApiError 503 when the queue is full).
+  // Queues the request (ApiError 503 when the queue is full); json: every token keeps the text a
+  // prefix of one JSON object, and the end comes when it closes (JsonRule).
   static std::shared_ptr<Job> start(Scheduler& sched, const Tokenizer& tok, std::vector<int32_t> prompt,
-                                    uint32_t n_max, const GenOptions& opts);
+                                    uint32_t n_max, const GenOptions& opts, bool json = false);
 
   // Waits up to `timeout` for new text or the end; moves the new text into `out`. True once ended
   // and everything was taken.

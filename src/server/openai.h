@@ -31,7 +31,6 @@ struct GenOptions {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage
-  std::string response_format = "text";  // text | json_object | json_schema
 };
 
 // Parses the body text: invalid JSON (broken UTF-8 included) or a non-object is a 400.

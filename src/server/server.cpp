@@ -211,7 +211,10 @@ Server::ChatPrompt Server::render_chat_prompt(const json& b) const {
   ToolPrompt tp = prepare_tool_prompt(cp.format, messages, tools, choice);
   cp.tools_enabled = tp.parse_tool_calls;
   cp.reply.tools = tools;
-  // Without constrained sampling, a JSON response format is asked for in the system message.
+  // A JSON response format is asked for in the system message (the schema is not enforced), and the
+  // reply is kept to JSON syntax token by token (JsonRule) unless tools may be called instead.
+  const std::string format_type = format.is_object() ? format.value("type", "text") : "text";
+  cp.json_output = (format_type == "json_object" || format_type == "json_schema") && !cp.tools_enabled;
   if (std::string ask = response_format_instruction(nlohmann::json(format)); !ask.empty()) {
     json& msgs = tp.messages;
     if (!msgs.empty() && msgs[0].value("role", "") == "system")
@@ -233,7 +236,7 @@ Server::ChatPrompt Server::render_chat_prompt(const json& b) const {
     // The template itself refuses the conversation (e.g. roles that do not alternate).
     throw ApiError(400, std::string("the chat template rejected the messages: ") + e.what(), "invalid_request_error", "messages");
   }
-  cp.reply.in_reasoning = prompt_opens_reasoning(cp.prompt);
+  cp.reply.in_reasoning = !cp.json_output && prompt_opens_reasoning(cp.prompt);  // JSON leaves no room to think
   return cp;
 }
 
@@ -300,7 +303,7 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
                    "invalid_request_error", cp ? "messages" : "prompt", "context_length_exceeded");
   const uint32_t room = max_context_ - (uint32_t)ids.size();
   const uint32_t n_max = o.max_tokens < 0 ? room : (uint32_t)std::min<int64_t>(o.max_tokens, room);
-  auto job = Job::start(sched_, tok_, std::move(ids), n_max, o);
+  auto job = Job::start(sched_, tok_, std::move(ids), n_max, o, cp && cp->json_output);
   Reply r{cp != nullptr, random_id(cp ? "chatcmpl-" : "cmpl-"), opts_.model_name, now_s()};
 
   if (!o.stream) {

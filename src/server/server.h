@@ -49,6 +49,7 @@ class Server {
     std::string prompt;
     ToolFormat format = ToolFormat::kHermes;
     bool tools_enabled = false;
+    bool json_output = false;  // response_format json_object / json_schema: tokens kept to a JSON object
     ReplyOptions reply;
   };
   ChatPrompt render_chat_prompt(const json& body) const;

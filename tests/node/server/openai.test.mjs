@@ -254,6 +254,28 @@ describe('default model through the openai SDK', () => {
     }
   });
 
+  it('response_format json_object and json_schema keep the reply to one JSON object', async () => {
+    // The model writes Bible verses; held to JSON syntax token by token, it still writes JSON.
+    let closed = 0;
+    for (const [i, response_format] of [{ type: 'json_object' },
+      { type: 'json_schema', json_schema: { name: 'person', schema: { type: 'object' } } }].entries()) {
+      for (const seed of [1, 2, 3]) {
+        const r = await ai.chat.completions.create({
+          model: modelId, messages: [{ role: 'user', content: 'A person as JSON' }], max_tokens: 60,
+          temperature: 1, seed: seed + 10 * i, response_format });
+        const { content } = r.choices[0].message;
+        assert.match(content, /^\s{0,2}\{/, `seed ${seed}: ${content}`);
+        if (r.choices[0].finish_reason === 'stop') {
+          closed++;
+          const value = JSON.parse(content);
+          assert.equal(typeof value, 'object', content);
+          assert.ok(value !== null && !Array.isArray(value), content);
+        }
+      }
+    }
+    assert.ok(closed > 0, 'no reply closed its object within max_tokens');
+  });
+
   it('an invalid tool_choice or response_format is a BadRequestError', async () => {
     const ask = { model: modelId, messages: USER, max_tokens: 2 };
     for (const extra of [
