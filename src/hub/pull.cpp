@@ -121,10 +121,10 @@ struct Session {
   // An HTTP status the hub answered instead of what was asked, as something to do about it.
   std::string problem(long status, const std::string& what, bool listing = false) const {
     switch (status) {
-      case 401:
-        return headers.empty() ? what + " needs a Hugging Face token (private or gated model): set HF_TOKEN or log in "
-                                        "with `huggingface-cli login`"
-                               : what + " refused the token (HTTP 401): check HF_TOKEN";
+      case 401:  // the hub also answers 401, not 404, for a repository that does not exist
+        if (!headers.empty()) return what + " refused the token (HTTP 401): check the name, and HF_TOKEN";
+        return what + ": not found or not public (HTTP 401); check the name; a private or gated model needs a token: "
+                      "set HF_TOKEN or log in with `huggingface-cli login`";
       case 403: return what + ": access denied (HTTP 403); for a gated model, accept its terms on its page first";
       case 404:
         if (!listing) return what + ": not found on " + endpoint + " (HTTP 404)";
