@@ -76,30 +76,40 @@ TEST(RuledGeneration, JsonRuleRepliesAreJsonObjects) {
   Forward fwd(device(), *model, 512, 64);
   Generator gen(fwd);
   const std::vector<int32_t> p = tok->encode("Lily wrote her name and age as JSON:", true, false);
-  int closed = 0;
-  for (uint64_t seed = 0; seed < 8; seed++) {
-    SamplingParams sp;
-    if (seed) sp.temperature = 1.0f, sp.seed = seed;  // seed 0: greedy
-    server::JsonRule rule(*tok);
-    gen.reset();
-    std::vector<int32_t> out;  // as the server's jobs do: the end of generation ends the reply
-    gen.generate(p, 160, [&](int32_t t) { out.push_back(t); return !tok->is_eog(t); }, sp, &rule);
-    ASSERT_FALSE(out.empty());
-    const bool ended = tok->is_eog(out.back());
-    if (ended) out.pop_back();
-    const std::string text = tok->decode(out);
-    for (int32_t t : out) EXPECT_FALSE(tok->is_special(t)) << text;
-    JsonSyntax check;
-    EXPECT_TRUE(check.feed(text)) << "seed " << seed << ": " << text;
-    EXPECT_EQ(check.done(), ended) << "the end comes when, and only when, the object closes: " << text;
-    if (ended) {
-      closed++;
-      nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-      EXPECT_TRUE(j.is_object()) << text;
+  // Any object (json_object), and a schema whose only values are {"ok": true} and {"ok": false}: with
+  // whitespace bounded, that one must close within the token budget.
+  const auto any = std::make_shared<JsonSchema>();
+  const auto ok = std::make_shared<JsonSchema>(JsonSchema::compile(nlohmann::json::parse(
+      R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": false})")));
+  for (const auto& schema : {any, ok}) {
+    for (uint64_t seed = 0; seed < 4; seed++) {
+      SamplingParams sp;
+      if (seed) sp.temperature = 1.0f, sp.seed = seed;  // seed 0: greedy
+      server::JsonRule rule(*tok, schema);
+      gen.reset();
+      std::vector<int32_t> out;  // as the server's jobs do: the end of generation ends the reply
+      gen.generate(p, 160, [&](int32_t t) { out.push_back(t); return !tok->is_eog(t); }, sp, &rule);
+      ASSERT_FALSE(out.empty());
+      const bool ended = tok->is_eog(out.back());
+      if (ended) out.pop_back();
+      const std::string text = tok->decode(out);
+      for (int32_t t : out) EXPECT_FALSE(tok->is_special(t)) << text;
+      JsonSyntax check(*schema);
+      EXPECT_TRUE(check.feed(text)) << "seed " << seed << ": " << text;
+      EXPECT_EQ(check.done(), ended) << "the end comes when, and only when, the value closes: " << text;
+      if (schema == ok) {
+        ASSERT_TRUE(ended) << text;
+        nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+        ASSERT_TRUE(j.is_object()) << text;
+        EXPECT_EQ(j.size(), 1u) << text;
+        EXPECT_TRUE(j.contains("ok") && j["ok"].is_boolean()) << text;
+      } else if (ended) {
+        EXPECT_TRUE(nlohmann::json::parse(text, nullptr, false).is_object()) << text;
+      }
+      std::string shown = text.substr(0, 70);
+      for (char& c : shown) c = c == '\n' ? ' ' : c;
+      std::printf("  %s seed %llu: %s%s\n", schema == ok ? "ok" : "any", (unsigned long long)seed, shown.c_str(),
+                  ended ? " [end]" : "");
     }
-    std::string shown = text.substr(0, 70);
-    for (char& c : shown) c = c == '\n' ? ' ' : c;
-    std::printf("  seed %llu: %s%s\n", (unsigned long long)seed, shown.c_str(), ended ? " [end]" : "");
   }
-  EXPECT_GT(closed, 0) << "no reply closed its object in 160 tokens";
 }

@@ -80,8 +80,91 @@ TEST(JsonSyntax, BoundsWhitespaceAndDepth) {
   const std::string indent(JsonSyntax::kMaxSpaces, ' ');
   EXPECT_EQ(accepted("{" + indent + "}"), indent.size() + 2);
   EXPECT_EQ(accepted("{" + indent + " }"), indent.size() + 1);
+  const std::string pretty = "{\n    \"a\": 1\n}";
+  EXPECT_EQ(accepted(pretty), pretty.size());
+  EXPECT_EQ(accepted("{\n\n}"), 2u);  // one line break a gap
+  EXPECT_EQ(accepted("{\r\n}"), 2u);
   std::string deep = "{\"a\":";
   for (int i = 1; i < JsonSyntax::kMaxDepth; i++) deep += "[";
   EXPECT_EQ(accepted(deep), deep.size());
   EXPECT_EQ(accepted(deep + "["), deep.size());
+}
+
+namespace {
+
+// Bytes of `s` taken under `schema` (s.size() when all were), and whether the value was then whole.
+size_t accepted_by(const ztvm::JsonSchema& schema, const std::string& s, bool* done = nullptr) {
+  JsonSyntax j(schema);
+  for (size_t i = 0; i < s.size(); i++)
+    if (!j.feed((uint8_t)s[i])) return i;
+  if (done) *done = j.done();
+  return s.size();
+}
+
+const char* kPerson = R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string"}, "age": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}},
+    "kind": {"enum": ["cat", "dog"]}, "score": {"type": ["number", "null"]}, "nested": {"$ref": "#/$defs/node"},
+    "n": {"enum": [1, 10]}
+  },
+  "required": ["name", "age"],
+  "additionalProperties": false,
+  "$defs": {"node": {"type": "object", "properties": {"child": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+                     "additionalProperties": false}}
+})";
+
+}  // namespace
+
+TEST(JsonSchemaSyntax, TakesWhatTheSchemaAllows) {
+  const ztvm::JsonSchema schema = ztvm::JsonSchema::compile(nlohmann::json::parse(kPerson));
+  const char* docs[] = {
+      R"({"name": "Ann", "age": 31})",
+      R"({"age":3,"name":"B","tags":["x", "y z"],"kind":"dog","score":null})",
+      R"({"name":"C","age":-4,"score":1.5e3,"nested":{"child":{"child":null}}})",
+      R"({"name":"D","age":0,"n":10})",
+      R"({"name":"E","age":7,"n":1, "tags": []})",
+  };
+  for (const char* d : docs) {
+    const std::string s = d;
+    ASSERT_TRUE(nlohmann::json::accept(s)) << s;
+    bool done = false;
+    EXPECT_EQ(accepted_by(schema, s, &done), s.size()) << s;
+    EXPECT_TRUE(done) << s;
+    for (size_t n = 0; n < s.size(); n++) EXPECT_EQ(accepted_by(schema, s.substr(0, n)), n) << s.substr(0, n);
+  }
+}
+
+TEST(JsonSchemaSyntax, RefusesWhatItDoesNot) {
+  const ztvm::JsonSchema schema = ztvm::JsonSchema::compile(nlohmann::json::parse(kPerson));
+  const std::pair<std::string, size_t> cases[] = {
+      {R"({"name": "Ann"})", 14},              // "age" is required
+      {R"({"name":"A","age":3.5})", 19},       // an integer
+      {R"({"nam":1})", 5},                     // not a property, and no others allowed
+      {R"({"extra":1})", 2},
+      {R"({"name":1})", 8},                    // a string
+      {R"({"name":"A","age":1,"kind":"cow"})", 29},
+      {R"({"name":"A","name":"B"})", 14},      // a property once ("n" and "nested" begin like it)
+      {R"({"name":"A","age":1,"n":2})", 24},
+      {R"({"name":"A","age":1,"score":true})", 28},
+      {R"({"name":"A","age":1,"nested":{"child":1}})", 38},
+      {R"({"name":"A","age":1,"tags":[1]})", 28},
+  };
+  for (const auto& [s, at] : cases) EXPECT_EQ(accepted_by(schema, s), at) << s;
+}
+
+TEST(JsonSchemaSyntax, SchemasItCannotUseAreErrors) {
+  using ztvm::JsonSchema;
+  for (const char* bad : {R"({"type": "foo"})", R"({"$ref": "http://example.com/s.json"})", R"({"$ref": "#/$defs/none"})",
+                          "false", R"({"enum": []})"})
+    EXPECT_THROW(JsonSchema::compile(nlohmann::json::parse(bad)), std::invalid_argument) << bad;
+  // A schema without constraints (or a number at the top, which could always go on) is any object.
+  EXPECT_EQ(JsonSchema::compile(nlohmann::json::parse("{}")).root, JsonSchema::kAnyObject);
+  EXPECT_EQ(JsonSchema::compile(nlohmann::json::parse(R"({"type": "integer"})")).root, JsonSchema::kAnyObject);
+  // A top-level string or enum is fine.
+  const JsonSchema e = JsonSchema::compile(nlohmann::json::parse(R"({"enum": ["yes", "no"]})"));
+  bool done = false;
+  EXPECT_EQ(accepted_by(e, "\"no\"", &done), 4u);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(accepted_by(e, "\"nope\"", &done), 3u);
 }

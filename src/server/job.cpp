@@ -7,14 +7,14 @@ namespace ztvm::server {
 Job::Job(const Tokenizer& tok, const GenOptions& opts) : tok_(tok), dec_(tok), stops_(opts.stop) {}
 
 std::shared_ptr<Job> Job::start(Scheduler& sched, const Tokenizer& tok, std::vector<int32_t> prompt, uint32_t n_max,
-                                const GenOptions& opts, bool json) {
+                                const GenOptions& opts, std::shared_ptr<const JsonSchema> json) {
   auto job = std::make_shared<Job>(tok, opts);
   job->n_prompt_ = (uint32_t)prompt.size();
   auto r = std::make_shared<SeqRequest>();
   r->prompt = std::move(prompt);
   r->n_max = n_max;
   r->sampling = opts.sampling;
-  if (json) r->rule = std::make_shared<JsonRule>(tok);
+  if (json) r->rule = std::make_shared<JsonRule>(tok, std::move(json));
   // The HTTP side owns the job; the worker only looks it up. If the client's handler is gone (a
   // dropped connection), the next token finds no job and generation stops.
   std::weak_ptr<Job> w = job;

@@ -11,6 +11,7 @@
 
 #include "engine/scheduler.h"
 #include "server/openai.h"
+#include "text/json_schema.h"
 #include "text/stop_strings.h"
 #include "text/tokenizer.h"
 
@@ -18,10 +19,11 @@ namespace ztvm::server {
 
 class Job {
  public:
-  // Queues the request (ApiError 503 when the queue is full); json: every token keeps the text a
-  // prefix of one JSON object, and the end comes when it closes (JsonRule).
+  // Queues the request (ApiError 503 when the queue is full); with a schema, every token keeps the
+  // text a prefix of a JSON value it allows, and the end comes when it closes (JsonRule).
   static std::shared_ptr<Job> start(Scheduler& sched, const Tokenizer& tok, std::vector<int32_t> prompt,
-                                    uint32_t n_max, const GenOptions& opts, bool json = false);
+                                    uint32_t n_max, const GenOptions& opts,
+                                    std::shared_ptr<const JsonSchema> json = nullptr);
 
   // Waits up to `timeout` for new text or the end; moves the new text into `out`. True once ended
   // and everything was taken.

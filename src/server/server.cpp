@@ -214,7 +214,14 @@ Server::ChatPrompt Server::render_chat_prompt(const json& b) const {
   // A JSON response format is asked for in the system message (the schema is not enforced), and the
   // reply is kept to JSON syntax token by token (JsonRule) unless tools may be called instead.
   const std::string format_type = format.is_object() ? format.value("type", "text") : "text";
-  cp.json_output = (format_type == "json_object" || format_type == "json_schema") && !cp.tools_enabled;
+  if (format_type == "json_object" && !cp.tools_enabled) cp.json_output = std::make_shared<JsonSchema>();
+  if (format_type == "json_schema" && !cp.tools_enabled) {
+    try {
+      cp.json_output = std::make_shared<JsonSchema>(JsonSchema::compile(nlohmann::json(format["json_schema"]["schema"])));
+    } catch (const std::invalid_argument& e) {
+      throw field_error(e);
+    }
+  }
   if (std::string ask = response_format_instruction(nlohmann::json(format)); !ask.empty()) {
     json& msgs = tp.messages;
     if (!msgs.empty() && msgs[0].value("role", "") == "system")
@@ -303,7 +310,7 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
                    "invalid_request_error", cp ? "messages" : "prompt", "context_length_exceeded");
   const uint32_t room = max_context_ - (uint32_t)ids.size();
   const uint32_t n_max = o.max_tokens < 0 ? room : (uint32_t)std::min<int64_t>(o.max_tokens, room);
-  auto job = Job::start(sched_, tok_, std::move(ids), n_max, o, cp && cp->json_output);
+  auto job = Job::start(sched_, tok_, std::move(ids), n_max, o, cp ? cp->json_output : nullptr);
   Reply r{cp != nullptr, random_id(cp ? "chatcmpl-" : "cmpl-"), opts_.model_name, now_s()};
 
   if (!o.stream) {

@@ -9,6 +9,7 @@
 #include "engine/scheduler.h"
 #include "model/model_file.h"
 #include "text/chat_template.h"
+#include "text/json_schema.h"
 #include "server/openai.h"
 #include "server/tool_calls.h"
 #include "text/tokenizer.h"
@@ -49,7 +50,7 @@ class Server {
     std::string prompt;
     ToolFormat format = ToolFormat::kHermes;
     bool tools_enabled = false;
-    bool json_output = false;  // response_format json_object / json_schema: tokens kept to a JSON object
+    std::shared_ptr<const JsonSchema> json_output;  // response_format json_object / json_schema: tokens kept to it
     ReplyOptions reply;
   };
   ChatPrompt render_chat_prompt(const json& body) const;
