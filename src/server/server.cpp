@@ -194,6 +194,18 @@ static ApiError field_error(const std::invalid_argument& e) {
   return ApiError(400, msg, "invalid_request_error", msg.substr(0, msg.find(':')));
 }
 
+// What a validated response_format holds the reply to: nothing (text), any object, or a schema.
+static std::shared_ptr<const JsonSchema> json_rule_schema(const json& format) {
+  const std::string type = format.is_object() ? format.value("type", "text") : "text";
+  if (type == "json_object") return std::make_shared<JsonSchema>();
+  if (type != "json_schema") return nullptr;
+  try {
+    return std::make_shared<JsonSchema>(JsonSchema::compile(nlohmann::json(format["json_schema"]["schema"])));
+  } catch (const std::invalid_argument& e) {
+    throw field_error(e);
+  }
+}
+
 Server::ChatPrompt Server::render_chat_prompt(const json& b) const {
   if (!b.contains("messages")) throw ApiError(400, "'messages' is required", "invalid_request_error", "messages");
   json messages = normalize_messages(b["messages"]);
@@ -213,15 +225,7 @@ Server::ChatPrompt Server::render_chat_prompt(const json& b) const {
   cp.reply.tools = tools;
   // A JSON response format is asked for in the system message (the schema is not enforced), and the
   // reply is kept to JSON syntax token by token (JsonRule) unless tools may be called instead.
-  const std::string format_type = format.is_object() ? format.value("type", "text") : "text";
-  if (format_type == "json_object" && !cp.tools_enabled) cp.json_output = std::make_shared<JsonSchema>();
-  if (format_type == "json_schema" && !cp.tools_enabled) {
-    try {
-      cp.json_output = std::make_shared<JsonSchema>(JsonSchema::compile(nlohmann::json(format["json_schema"]["schema"])));
-    } catch (const std::invalid_argument& e) {
-      throw field_error(e);
-    }
-  }
+  if (!cp.tools_enabled) cp.json_output = json_rule_schema(format);
   if (std::string ask = response_format_instruction(nlohmann::json(format)); !ask.empty()) {
     json& msgs = tp.messages;
     if (!msgs.empty() && msgs[0].value("role", "") == "system")
@@ -264,7 +268,14 @@ void Server::chat(const httplib::Request& req, httplib::Response& res) {
 void Server::complete(const httplib::Request& req, httplib::Response& res) {
   json b = parse_body(req.body);
   GenOptions o = parse_gen_options(b);
-  respond(res, tok_.encode(completion_prompt(b), /*add_special=*/true, /*parse_special=*/true), o, nullptr);
+  const json format = b.contains("response_format") ? b["response_format"] : json();
+  try {
+    validate_response_format(nlohmann::json(format));
+  } catch (const std::invalid_argument& e) {
+    throw field_error(e);
+  }
+  respond(res, tok_.encode(completion_prompt(b), /*add_special=*/true, /*parse_special=*/true), o, nullptr,
+          json_rule_schema(format));
 }
 
 namespace {
@@ -302,7 +313,8 @@ ApiError job_error(const Job& job) {
 
 }  // namespace
 
-void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const GenOptions& o, const ChatPrompt* cp) {
+void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const GenOptions& o, const ChatPrompt* cp,
+                     std::shared_ptr<const JsonSchema> json_rule) {
   if (ids.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", cp ? "messages" : "prompt");
   if (ids.size() >= max_context_)
     throw ApiError(400, "the prompt is " + std::to_string(ids.size()) + " tokens but the context holds " +
@@ -310,7 +322,7 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
                    "invalid_request_error", cp ? "messages" : "prompt", "context_length_exceeded");
   const uint32_t room = max_context_ - (uint32_t)ids.size();
   const uint32_t n_max = o.max_tokens < 0 ? room : (uint32_t)std::min<int64_t>(o.max_tokens, room);
-  auto job = Job::start(sched_, tok_, std::move(ids), n_max, o, cp ? cp->json_output : nullptr);
+  auto job = Job::start(sched_, tok_, std::move(ids), n_max, o, cp ? cp->json_output : std::move(json_rule));
   Reply r{cp != nullptr, random_id(cp ? "chatcmpl-" : "cmpl-"), opts_.model_name, now_s()};
 
   if (!o.stream) {

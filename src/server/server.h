@@ -56,7 +56,9 @@ class Server {
   ChatPrompt render_chat_prompt(const json& body) const;
   std::vector<int32_t> encode_chat(const std::string& prompt) const;
   // Generates for `ids` and answers, streamed or whole; `chat` selects the response shape.
-  void respond(httplib::Response& res, std::vector<int32_t> ids, const GenOptions& o, const ChatPrompt* chat);
+  // json_rule: for /v1/completions' response_format (a chat's is in ChatPrompt).
+  void respond(httplib::Response& res, std::vector<int32_t> ids, const GenOptions& o, const ChatPrompt* chat,
+               std::shared_ptr<const JsonSchema> json_rule = nullptr);
 
   void routes();
   void chat(const httplib::Request& req, httplib::Response& res);

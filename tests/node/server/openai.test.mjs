@@ -274,6 +274,10 @@ describe('default model through the openai SDK', () => {
       assert.deepEqual(Object.keys(value), ['ok'], content);
       assert.equal(typeof value.ok, 'boolean', content);
     }
+    const legacy = await ai.completions.create({ model: modelId, prompt: 'JSON:', max_tokens: 200, temperature: 1, seed: 5,
+      response_format: { type: 'json_schema', json_schema: { name: 'ok', schema } } });
+    assert.equal(legacy.choices[0].finish_reason, 'stop', legacy.choices[0].text);
+    assert.equal(typeof JSON.parse(legacy.choices[0].text).ok, 'boolean', legacy.choices[0].text);
     // A schema the server cannot use is the client's error.
     await assert.rejects(ai.chat.completions.create({
       ...ask, max_tokens: 2, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'foo' } } } }),
