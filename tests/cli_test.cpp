@@ -78,6 +78,28 @@ TEST(Cli, RunWithMinusOneFillsTheContext) {
   EXPECT_EQ(r.err.find("not "), std::string::npos) << r.err;  // no "generating N tokens, not M" note
 }
 
+// --json-schema (and --json): the output is JSON the schema allows, read here by nlohmann.
+TEST(Cli, RunHoldsItsOutputToAJsonSchema) {
+  const fs::path schema = fs::temp_directory_path() / "ztvm_cli_schema.json";
+  std::ofstream(schema) << R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+                              "additionalProperties": false})";
+  for (int seed : {1, 2}) {
+    CliRun r = run_ztvm("run -m " + kStories + "stories260K-Q8_0.gguf -p 'Once upon a time' -n 120 --temp 1 --seed " +
+                        std::to_string(seed) + " -q --json-schema " + schema.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.out;
+    EXPECT_EQ(j.size(), 1u) << r.out;
+    EXPECT_TRUE(j["ok"].is_boolean()) << r.out;
+  }
+  CliRun r = run_ztvm("run -m " + kStories + "stories260K-Q8_0.gguf -p 'Once upon a time' -n 30 --temp 0 -q --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find_first_not_of(" \n"), r.out.find('{')) << r.out;
+  std::ofstream(schema) << R"({"type": "strange"})";
+  expect_clean_error(run_ztvm("run -p hi --json-schema " + schema.string()), "unknown type 'strange'");
+  fs::remove(schema);
+}
+
 // No -m: the embedded default model (models/default.gguf, beside the binary as ztvm-default.gguf).
 TEST(Cli, RunWithoutModelUsesTheDefaultModel) {
   CliRun r = run_ztvm("run -p 'And God said' -n 24 -q");

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_setup.h"
+#include "server/json_rule.h"
 #include "text/stop_strings.h"
 #include "text/tokenizer.h"
 
@@ -23,6 +24,8 @@ static int run_run(int argc, char** argv) {
   bool ignore_eos = false, quiet = false;
   uint64_t seed = 0;
   std::vector<std::string> stops;
+  bool json = false;
+  std::string schema_file;
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-f,--file", prompt_file, "read the prompt from a file");
   app.add_option("-n,--n-predict", n_arg, "tokens to generate (-1: until end of sequence or the context is full)")
@@ -38,6 +41,8 @@ static int run_run(int argc, char** argv) {
   app.add_option("--stop", stops, "stop when this text is generated (not printed); repeatable");
   auto* seed_opt = app.add_option("--seed", seed, "random seed (same seed, same output; default: from the clock)");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-sequence tokens");
+  app.add_flag("--json", json, "hold the output to one JSON object, token by token (ends when it closes)");
+  app.add_option("--json-schema", schema_file, "hold the output to JSON this schema file allows (as response_format)");
   app.add_flag("-q,--quiet", quiet, "no timings on stderr");
   CLI11_PARSE(app, argc, argv);
   sp.seed = seed_opt->count() ? seed : (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
@@ -49,6 +54,23 @@ static int run_run(int argc, char** argv) {
     prompt = ss.str();
   }
 
+  // --json / --json-schema: tokens picked on the host among those the schema allows (server/json_rule.h);
+  // the schema is read before the model loads, so a bad one fails at once.
+  std::shared_ptr<JsonSchema> schema;
+  if (json || !schema_file.empty()) {
+    schema = std::make_shared<JsonSchema>();
+    if (!schema_file.empty()) {
+      std::ifstream f(schema_file);
+      nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+      if (!f.is_open() || j.is_discarded()) throw std::runtime_error("--json-schema: cannot read JSON from " + schema_file);
+      try {
+        *schema = JsonSchema::compile(j);
+      } catch (const std::invalid_argument& err) {
+        const std::string what = err.what();  // "response_format.json_schema.schema: ..." names the API field
+        throw std::runtime_error(schema_file + what.substr(what.find(':')));
+      }
+    }
+  }
   Engine e = load_engine(eo, quiet);
   auto tok = Tokenizer::from_model_path(e.model->path);
   std::vector<int32_t> ids = tok->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
@@ -63,6 +85,8 @@ static int run_run(int argc, char** argv) {
     if (!quiet) std::fprintf(stderr, "ztvm: generating %u tokens, not %u: the context ends there\n", room, n);
     n = room;
   }
+  std::unique_ptr<server::JsonRule> rule;
+  if (schema) rule = std::make_unique<server::JsonRule>(*tok, schema);
   StreamDecoder dec(*tok);
   StopStrings stop(stops);
   GenerateStats st = e.generator->generate(ids, n, [&](int32_t id) {
@@ -71,7 +95,7 @@ static int run_run(int argc, char** argv) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     return !stop.stopped();
-  }, sp);
+  }, sp, rule.get());
   std::string rest = stop.stopped() ? "" : stop.push(dec.flush()) + stop.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fputc('\n', stdout);
