@@ -21,12 +21,6 @@ struct Entry {
   bool partial = false;  // a download stopped before the end (FILE.part)
 };
 
-std::string size_text(uint64_t b) {
-  char s[32];
-  std::snprintf(s, sizeof s, b >= 1000000000ull ? "%.1f GB" : "%.0f MB", b >= 1000000000ull ? b / 1e9 : b / 1e6);
-  return s;
-}
-
 std::string date_text(fs::file_time_type t) {
   const auto sys = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
       t - fs::file_time_type::clock::now() + std::chrono::system_clock::now());
@@ -82,7 +76,7 @@ int run_list(int argc, char** argv) {
   for (const Entry& e : models) width = std::max(width, e.name.size());
   std::printf("%-*s  %9s  %-16s\n", (int)width, "NAME", "SIZE", "MODIFIED");
   for (const Entry& e : models)
-    std::printf("%-*s  %9s  %-16s%s\n", (int)width, e.name.c_str(), size_text(e.bytes).c_str(),
+    std::printf("%-*s  %9s  %-16s%s\n", (int)width, e.name.c_str(), hub::size_text(e.bytes).c_str(),
                 date_text(e.modified).c_str(), e.partial ? "  (partial: `ztvm pull` again resumes it)" : "");
   std::printf("in %s\n", dir.c_str());
   return 0;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -175,6 +176,13 @@ void keep_indexed_weights(Choice& choice, const std::string& index_json) {
     if (wanted.empty()) return;  // no way to tell: every weights file
   }
   std::erase_if(choice.files, [&](const RepoFile& f) { return ends_with(f.path, ".safetensors") && !wanted.count(f.path); });
+}
+
+std::string size_text(uint64_t bytes) {
+  char b[32];
+  if (bytes >= 1000000000ull) std::snprintf(b, sizeof b, "%.2f GB", bytes / 1e9);
+  else std::snprintf(b, sizeof b, "%.1f MB", bytes / 1e6);
+  return b;
 }
 
 std::string models_dir() {

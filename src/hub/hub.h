@@ -47,6 +47,9 @@ void keep_indexed_weights(Choice& choice, const std::string& index_json);
 // neither a letter or digit before it nor a letter, digit or '_' after it (so Q4_K is not Q4_K_M).
 bool name_has_tag(const std::string& path, const std::string& tag);
 
+// "2.50 GB", "379.3 MB": sizes as pull and list show them.
+std::string size_text(uint64_t bytes);
+
 // Where pulled models go: $ZTVM_MODELS, else $XDG_CACHE_HOME/ztvm/models, else ~/.cache/ztvm/models.
 std::string models_dir();
 // The hub's address: $HF_ENDPOINT, else https://huggingface.co.

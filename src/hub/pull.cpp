@@ -39,13 +39,6 @@ struct InterruptGuard {
   ~InterruptGuard() { sigaction(SIGINT, &old, nullptr); }
 };
 
-std::string gb(uint64_t bytes) {
-  char b[32];
-  if (bytes >= (1ull << 30)) std::snprintf(b, sizeof b, "%.2f GB", bytes / 1e9);
-  else std::snprintf(b, sizeof b, "%.1f MB", bytes / 1e6);
-  return b;
-}
-
 // One line of progress: rewritten in place on a terminal, a line each 10% in a log.
 class Meter {
  public:
@@ -67,7 +60,7 @@ class Meter {
       std::snprintf(eta, sizeof eta, "  ETA %llu:%02llu", (unsigned long long)(left / 60), (unsigned long long)(left % 60));
     }
     std::fprintf(log_, "%s  %s  %5.1f%%  %s / %s  %.1f MB/s%s%s", tty_ ? "\r\033[K" : "", label_.c_str(),
-                 total_ ? 100.0 * have / total_ : 0.0, gb(have).c_str(), gb(total_).c_str(), rate / 1e6, eta,
+                 total_ ? 100.0 * have / total_ : 0.0, size_text(have).c_str(), size_text(total_).c_str(), rate / 1e6, eta,
                  tty_ ? "" : "\n");
     std::fflush(log_);
   }
@@ -157,7 +150,7 @@ struct Session {
   void fetch(const RepoFile& f, const fs::path& dest) {
     std::error_code ec;
     if (fs::is_regular_file(dest, ec) && fs::file_size(dest, ec) == f.size) {
-      note(f.path + ": here already (" + gb(f.size) + ")");
+      note(f.path + ": here already (" + size_text(f.size) + ")");
       return;
     }
     fs::create_directories(dest.parent_path());
@@ -166,9 +159,9 @@ struct Session {
     if (have > f.size) fs::remove(part, ec), have = 0;  // left by another revision of the file
     const auto space = fs::space(dest.parent_path(), ec);
     if (!ec && space.available < f.size - have)
-      throw HubError(f.path + " needs " + gb(f.size - have) + " more in " + dest.parent_path().string() + ", which has " +
-                     gb(space.available) + " free");
-    note(f.path + ", " + gb(f.size) + (have ? " (resuming at " + gb(have) + ")" : ""));
+      throw HubError(f.path + " needs " + size_text(f.size - have) + " more in " + dest.parent_path().string() + ", which has " +
+                     size_text(space.available) + " free");
+    note(f.path + ", " + size_text(f.size) + (have ? " (resuming at " + size_text(have) + ")" : ""));
     const std::string url = endpoint + "/" + spec.repo + "/resolve/" + url_path_escape(o.revision) + "/" + url_path_escape(f.path);
     for (int attempt = 0;; attempt++) {
       Meter meter(o.log, f.path, f.size, have);
@@ -177,7 +170,7 @@ struct Session {
       meter.end();
       have = fs::is_regular_file(part, ec) ? fs::file_size(part, ec) : 0;
       if (r.interrupted)
-        throw HubError("interrupted; " + gb(have) + " of " + f.path + " kept in " + part.string() +
+        throw HubError("interrupted; " + size_text(have) + " of " + f.path + " kept in " + part.string() +
                        ": run the same command to resume");
       if (r.status == 416) {  // asked for bytes past the end
         if (have == f.size) break;  // the part file was whole already
@@ -196,12 +189,12 @@ struct Session {
         throw HubError(f.path + ": the hub sent " + std::to_string(have) + " bytes for a file it lists as " +
                        std::to_string(f.size) + "; the download was deleted");
       }
-      if (r.complete) error = "the transfer ended at " + gb(have) + " of " + gb(f.size);
-      if (error.rfind("writing ", 0) == 0) throw HubError(error + "; " + gb(have) + " kept in " + part.string());
+      if (r.complete) error = "the transfer ended at " + size_text(have) + " of " + size_text(f.size);
+      if (error.rfind("writing ", 0) == 0) throw HubError(error + "; " + size_text(have) + " kept in " + part.string());
       if (attempt >= kRetries)
-        throw HubError(f.path + ": " + error + "; " + gb(have) + " kept in " + part.string() +
+        throw HubError(f.path + ": " + error + "; " + size_text(have) + " kept in " + part.string() +
                        ": run the same command to resume");
-      note(error + "; resuming at " + gb(have) + " (retry " + std::to_string(attempt + 1) + " of " +
+      note(error + "; resuming at " + size_text(have) + " (retry " + std::to_string(attempt + 1) + " of " +
            std::to_string(kRetries) + ")");
       std::this_thread::sleep_for(std::chrono::seconds(1 << attempt));
     }
