@@ -61,6 +61,9 @@ class Forward {
   // first use: generation needs only the last token's row).
   const gpu::Buffer& logits() const { return s_.logits_all; }
   uint32_t logits_rows() const { return logits_rows_; }     // Head::AllLogits passes are at most this long
+  // After a Head::None pass: its tokens' states after the final norm (the LM head's input), [n_tokens,
+  // hidden] f32. That pass ends with the last layer's add_rmsnorm, which nothing after it fuses away.
+  const gpu::Buffer& hidden() const { return s_.xb; }
   const gpu::Buffer& tokens() const { return s_.tokens; }  // [max_context] u32 sampled ids
   const Weights& weights() const { return *w_; }
   const Graph& graph(Head h);  // built on first use for Head::AllLogits

@@ -87,6 +87,37 @@ std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
   return out;
 }
 
+std::vector<float> Generator::embedding(const std::vector<int32_t>& ids, Pooling pooling) {
+  if (ids.empty()) throw std::runtime_error("empty input: an embedding needs at least one token");
+  check_ids(ids);
+  if (ids.size() > fwd_.max_context())
+    throw std::runtime_error("input of " + std::to_string(ids.size()) + " tokens exceeds the context of " +
+                             std::to_string(fwd_.max_context()) + " tokens");
+  gpu::Device& dev = fwd_.device();
+  const uint32_t d = fwd_.config().hidden_size, n_ids = (uint32_t)ids.size();
+  bind_pages(n_ids);
+  size_t keep = 0;  // positions whose keys and values are reused (always recompute the last)
+  if (pooling == Pooling::Last)
+    while (keep < cached_.size() && keep + 1 < ids.size() && cached_[keep] == ids[keep]) keep++;
+  cached_.resize(keep);
+  Pooler pool(pooling, d, n_ids);
+  for (size_t at = keep; at < ids.size(); at += fwd_.max_chunk()) {
+    const uint32_t n = (uint32_t)std::min<size_t>(fwd_.max_chunk(), ids.size() - at);
+    fwd_.write_ids(ids.data() + at, n);
+    gpu::Recorder rec(dev, "embedding");
+    fwd_.encode(rec, Head::None, (uint32_t)at, n);
+    rec.submit();
+    cached_.insert(cached_.end(), ids.begin() + at, ids.begin() + at + n);
+    uint32_t first, count;
+    pool.wanted((uint32_t)at, n, first, count);
+    if (count == 0) continue;
+    std::vector<float> rows = dev.read_as<float>(fwd_.hidden(), (uint64_t)count * d, (uint64_t)(first - at) * d * 4);
+    pool.add(rows.data(), count);
+  }
+  dev.check();
+  return pool.finish();
+}
+
 void Generator::prefill(const std::vector<int32_t>& prompt, size_t end, uint32_t n_max, Head last_head,
                         GenerateStats& st) {
   if (prompt.empty()) throw std::runtime_error("empty prompt: at least one token (e.g. BOS) is needed");

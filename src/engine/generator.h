@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "engine/embedding.h"
 #include "engine/forward.h"
 #include "engine/kv_pages.h"
 #include "engine/sampling.h"
@@ -39,6 +40,10 @@ class Generator {
 
   // Logits [ids.size(), vocab] for every position (teacher forcing), from an empty cache.
   std::vector<float> logits(const std::vector<int32_t>& ids);
+
+  // The embedding of `ids` (engine/embedding.h): their final states pooled and of unit length. Last-
+  // token pooling reuses a cached prefix as generate() does; mean and cls read every pass from 0.
+  std::vector<float> embedding(const std::vector<int32_t>& ids, Pooling pooling);
 
   // Ids whose keys/values are in the cache, in order.
   const std::vector<int32_t>& cached() const { return cached_; }

@@ -9,6 +9,10 @@
 namespace ztvm {
 
 enum class Arch { Llama, Qwen2, Qwen3, Phi3 };
+// How a text's token states become one embedding vector (ztvm embed, /v1/embeddings); GGUF
+// `{arch}.pooling_type` or sentence-transformers' 1_Pooling/config.json. Unset: the model names none.
+enum class Pooling { Unset, Mean, Cls, Last };
+
 enum class RopeStyle {
   Normal,  // rotate adjacent pairs (x[2i], x[2i+1]) — GGUF `llama` (its converter permutes Q/K rows)
   Neox,    // rotate halves (x[i], x[i+d/2]) — HF rotate_half; GGUF qwen2/qwen3/phi3
@@ -43,6 +47,7 @@ struct ModelConfig {
   // Tokens that end generation (eos + any eot/eom ids the file names).
   int32_t bos_token_id = -1;
   std::vector<int32_t> eos_token_ids;
+  Pooling pooling = Pooling::Unset;  // an embedding model's pooling (decoder LLMs name none)
 };
 
 }  // namespace ztvm

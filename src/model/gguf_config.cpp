@@ -87,6 +87,15 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   c.rope_original_context = to_u32(g, a + "rope.scaling.original_context_length",
                                    g.get_uint(a + "rope.scaling.original_context_length", 0));
 
+  // Embedding models say how their states pool (llama.cpp's numbering: 0 none, 1 mean, 2 cls, 3 last,
+  // 4 rank). None and rank are not embeddings of a text: left unset, as for a model that names none.
+  switch (g.get_uint(a + "pooling_type", 0)) {
+    case 1: c.pooling = Pooling::Mean; break;
+    case 2: c.pooling = Pooling::Cls; break;
+    case 3: c.pooling = Pooling::Last; break;
+    default: break;
+  }
+
   // Token ids; -1 / absent when the file has none.
   c.bos_token_id = int32_t(g.get_int("tokenizer.ggml.bos_token_id", -1));
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {

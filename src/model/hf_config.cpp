@@ -50,6 +50,28 @@ double get_num(const json& obj, const char* key, const std::string& src, double 
   return v->get<double>();
 }
 
+// An embedding model packed for sentence-transformers names its pooling in the Pooling module's
+// config.json (modules.json says where; 1_Pooling by convention). Max and weighted-mean pooling are
+// left unset like a model that names none (ztvm embed then says which pooling it used).
+Pooling sentence_transformers_pooling(const fs::path& root) {
+  fs::path dir = root / "1_Pooling";
+  if (fs::exists(root / "modules.json")) {
+    const json modules = read_json(root / "modules.json");
+    if (modules.is_array())
+      for (const json& m : modules)
+        if (m.is_object() && m.value("type", "") == "sentence_transformers.models.Pooling" && m.contains("path") &&
+            m["path"].is_string())
+          dir = root / m["path"].get<std::string>();
+  }
+  if (!fs::exists(dir / "config.json")) return Pooling::Unset;
+  const json p = read_json(dir / "config.json");
+  auto on = [&](const char* key) { return p.is_object() && p.value(key, false) == true; };
+  if (on("pooling_mode_lasttoken")) return Pooling::Last;
+  if (on("pooling_mode_cls_token")) return Pooling::Cls;
+  if (on("pooling_mode_mean_tokens")) return Pooling::Mean;
+  return Pooling::Unset;
+}
+
 // eos_token_id is an int or a list of ints in both config.json and generation_config.json.
 void add_ids(const json* v, std::vector<int32_t>* ids, const std::string& src) {
   if (!v) return;
@@ -169,6 +191,7 @@ ModelConfig parse_hf_config(const fs::path& root, const json& cfg, const std::st
     if (c.bos_token_id < 0)
       if (const json* b = field(gen, "bos_token_id"); b && b->is_number_integer()) c.bos_token_id = b->get<int32_t>();
   }
+  c.pooling = sentence_transformers_pooling(root);
   return c;
 }
 

@@ -15,14 +15,16 @@ static std::vector<float> vec(const ModelFile& m, const std::string& name) {
   return weight(m, name).row(0);
 }
 
-std::vector<float> forward_logits(const ModelFile& m, const std::vector<int32_t>& ids, bool gpu_twin) {
-  const bool int8_x = gpu_twin;
-  auto matmul = [int8_x](const WeightRef& w, const std::vector<float>& x) {
-    const bool q8 = int8_x && w.cols % 32 == 0 &&
-                    (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
-                     w.type == GgmlType::Q6_K);
-    return ref::matmul(w, q8 ? quantize_q8(x) : x);
-  };
+// int8_x: the GPU's short passes read a quantized matrix's input as int8 units.
+static std::vector<float> twin_matmul(const WeightRef& w, const std::vector<float>& x, bool int8_x) {
+  const bool q8 = int8_x && w.cols % 32 == 0 &&
+                  (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
+                   w.type == GgmlType::Q6_K);
+  return ref::matmul(w, q8 ? quantize_q8(x) : x);
+}
+
+std::vector<float> forward_hidden(const ModelFile& m, const std::vector<int32_t>& ids, bool gpu_twin) {
+  auto matmul = [gpu_twin](const WeightRef& w, const std::vector<float>& x) { return twin_matmul(w, x, gpu_twin); };
   auto gated_matmul = [&](const WeightRef& gate, const WeightRef& up, const std::vector<float>& x) {
     std::vector<float> g = matmul(gate, x), u = matmul(up, x);
     for (size_t i = 0; i < g.size(); i++) g[i] = (float)(g[i] / (1.0 + std::exp(-(double)g[i])) * u[i]);
@@ -71,8 +73,12 @@ std::vector<float> forward_logits(const ModelFile& m, const std::vector<int32_t>
     proj = matmul(weight(m, L + "ffn_down.weight"), h);
     for (size_t i = 0; i < x.size(); i++) x[i] += proj[i];
   }
-  std::vector<float> xb = rmsnorm(x, vec(m, "output_norm.weight"), d, c.rms_norm_eps);
-  return matmul(weight(m, m.find("output.weight") ? "output.weight" : "token_embd.weight"), xb);
+  return rmsnorm(x, vec(m, "output_norm.weight"), d, c.rms_norm_eps);
+}
+
+std::vector<float> forward_logits(const ModelFile& m, const std::vector<int32_t>& ids, bool gpu_twin) {
+  return twin_matmul(weight(m, m.find("output.weight") ? "output.weight" : "token_embd.weight"),
+                     forward_hidden(m, ids, gpu_twin), gpu_twin);
 }
 
 }  // namespace ztvm::ref

@@ -11,5 +11,7 @@ namespace ztvm::ref {
 // number formats — matmuls on Q4_0/Q8_0/Q4_K/Q6_K weights see their input through quantize_q8, as
 // the GPU's short passes do, and keys and values are stored as f16, as in its KV cache.
 std::vector<float> forward_logits(const ModelFile& model, const std::vector<int32_t>& ids, bool gpu_twin = false);
+// The LM head's input: every position's state after the final norm, [ids.size(), hidden].
+std::vector<float> forward_hidden(const ModelFile& model, const std::vector<int32_t>& ids, bool gpu_twin = false);
 
 }  // namespace ztvm::ref
