@@ -15,6 +15,12 @@
 // split's unnormalised output, max and sum to `part` (bound where att is otherwise), as attention.wgsl
 // does, for attention_combine; the host then sizes WG to the split (64 or 128, graph_attention.cpp).
 //
+// SG_SOFT (splits, subgroups of a fixed size that HD / 8 divides): no barrier in the block loop. Each
+// subgroup keeps its own running max, sum and output over the positions its own lanes scored, its
+// weights passed lane to lane by subgroupShuffle instead of through workgroup memory, so no subgroup
+// waits for another's key loads; the subgroups' maxima and sums meet once, after the last block.
+// H200, Qwen3-4B at 4,096 positions: +2.1% decode on Q4_0, +1.8% on Q4_K_M (bench/EXPERIMENTS.md).
+//
 // QIN says where the query comes from: q_in_plain (rope_kv.wgsl or the QKV matvec made it and appended
 // this token's key and value), q_in_rope (without splits) or q_in_rope_split (with them): this kernel
 // makes the heads from the raw qkv row, and rope_kv is skipped. REDUCE (reduce_wg or reduce_sg:
@@ -32,6 +38,7 @@ override SCALE: f32;
 
 override WG: u32 = 256u;
 override SPLITS: bool = false;  // false: every position in one workgroup; true: splits of step.split
+override SG_SOFT: bool = false;  // softmax·V per subgroup (above); only with reduce_sg.wgsl
 const NEG: f32 = -1e30;  // finite "minus infinity": exp(NEG - NEG) stays defined
 const BATCH = 8u;  // 16-byte value chunks each thread loads before any is used (H200: 8 beat 16)
 override C: u32 = HD / 8u;   // 16-byte chunks (8 dims) per value row
@@ -47,6 +54,8 @@ var<workgroup> qv: array<vec4f, 32>;    // the query row, scaled (HD / 4)
 var<workgroup> pw: array<f32, WG>;      // the block's weights
 var<workgroup> osum: array<vec4f, 2u * WG>;  // [g][c][2]: each group's share of the output
 var<workgroup> outv: array<f32, 128>;   // the head's output, for its int8 units (EMIT_Q8)
+var<workgroup> sg_m: array<f32, 64>;    // SG_SOFT: each subgroup's max and sum after the last block
+var<workgroup> sg_l: array<f32, 64>;
 
 // Value chunk c (dims 8c..8c+7, as 8 halves) of position b + i for KV head kvh.
 fn value_chunk(b: u32, i: u32, kvh: u32, c: u32) -> vec4u {
@@ -95,6 +104,35 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       s1 += dot(qv[2u * d + 1u], vec4f(unpack2x16float(kk.z), unpack2x16float(kk.w)));
     }
     let s = select(NEG, fresh_score(p, s0 + s1), p < n);
+    if (SG_SOFT) {
+      // The subgroup's sz positions from sb are gs groups of C lanes: lane (gi, c) adds chunk c of
+      // positions sb + gi, sb + gi + gs, ... (C of them), each weighted by the e of the lane that scored it.
+      let sz = sg_size();
+      let sb = lid - sg_lane();
+      let gs = sz / C;
+      let gi = sg_lane() / C;
+      var v: array<vec4u, BATCH>;  // loaded before the reductions, as below
+      for (var j = 0u; j < BATCH; j++) { v[j] = value_chunk(b, min(sb + gi + j * gs, n - b - 1u), kvh, c); }
+      let mx = max(m, sg_max(s));
+      let alpha = exp(m - mx);
+      m = mx;
+      let e = select(0.0, exp(s - m), p < n);
+      l = l * alpha + sg_add(e);
+      o0 *= alpha;
+      o1 *= alpha;
+      for (var j0 = 0u; j0 < C; j0 += BATCH) {
+        if (j0 > 0u) {
+          for (var j = 0u; j < BATCH; j++) { v[j] = value_chunk(b, min(sb + gi + (j0 + j) * gs, n - b - 1u), kvh, c); }
+        }
+        for (var j = 0u; j < BATCH; j++) {
+          let pj = select(0.0, sg_shuffle(e, min(gi + (j0 + j) * gs, sz - 1u)), j0 + j < C);  // e is 0 past n
+          let hv = halves8(v[j]);
+          o0 = fma(vec4f(pj), hv[0], o0);
+          o1 = fma(vec4f(pj), hv[1], o1);
+        }
+      }
+      continue;
+    }
     // The first batch of this thread's values now: they do not depend on the weights, so their loads
     // overlap the two reductions below.
     let cnt = min(WG, n - b);
@@ -124,6 +162,22 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         }
       }
     }
+  }
+  if (SG_SOFT) {  // the subgroups meet: every thread's output rescaled to the workgroup's max
+    if (sg_lane() == 0u) {
+      sg_m[lid / sg_size()] = m;
+      sg_l[lid / sg_size()] = l;
+    }
+    workgroupBarrier();
+    var mw = NEG;
+    for (var k = 0u; k < WG / sg_size(); k++) { mw = max(mw, sg_m[k]); }
+    var lw = 0.0;
+    for (var k = 0u; k < WG / sg_size(); k++) { lw += sg_l[k] * exp(sg_m[k] - mw); }
+    let sc = exp(m - mw);
+    o0 *= sc;
+    o1 *= sc;
+    m = mw;
+    l = lw;
   }
   osum[2u * lid] = o0;
   osum[2u * lid + 1u] = o1;

@@ -27,3 +27,10 @@ fn block_reduce(lid: u32, v: f32, is_max: bool) -> f32 {
   for (var i = 1u; i < WG / sg.size; i++) { t = select(t + red_sum[i], max(t, red_max[i]), is_max); }
   return t;
 }
+// One subgroup's own operations, for kernels that branch on a host constant (reduce_wg.wgsl has
+// one-thread stand-ins, never run).
+fn sg_lane() -> u32 { return sg.id; }
+fn sg_size() -> u32 { return sg.size; }
+fn sg_max(v: f32) -> f32 { return subgroupMax(v); }
+fn sg_add(v: f32) -> f32 { return subgroupAdd(v); }
+fn sg_shuffle(v: f32, lane: u32) -> f32 { return subgroupShuffle(v, lane); }

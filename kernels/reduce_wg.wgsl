@@ -26,3 +26,10 @@ fn block_reduce(lid: u32, v: f32, is_max: bool) -> f32 {
   for (var i = 1u; i < 32u; i++) { r = select(r + red2[i], max(r, red2[i]), is_max); }
   return r;
 }
+// reduce_sg.wgsl's subgroup operations as one-thread stand-ins: the host sets the constants of the
+// branches that call them only where a kernel includes reduce_sg.
+fn sg_lane() -> u32 { return 0u; }
+fn sg_size() -> u32 { return 1u; }
+fn sg_max(v: f32) -> f32 { return v; }
+fn sg_add(v: f32) -> f32 { return v; }
+fn sg_shuffle(v: f32, lane: u32) -> f32 { return v; }

@@ -192,6 +192,15 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     while (wg < 128 && 2 * wg <= s.split) wg *= 2;
     sk.constants["WG"] = wg;
     sk.includes["REDUCE"] = reduce_snippet();  // H200 at 4k: +0.5..+1.9% with subgroups (bench/EXPERIMENTS.md)
+    // Softmax·V per subgroup, without the block loop's barriers, where every subgroup has one size
+    // that holds whole value rows (HD / 8 lanes each). On 128-dim heads only: the H200 gained there on
+    // both Qwen3-4B files (+0.6% at 1,024 positions, +1.8..+2.1% at 4,096), while Llama-3.2-1B's 64-dim
+    // heads gained on Q4_0 (+1.7%, +2.6%) but lost 5.4% at 1,024 on Q4_K_M (bench/EXPERIMENTS.md).
+    const gpu::AdapterInfo& ai = k_.device().info();
+    const uint32_t chunks = s.hd / 8, sz = ai.subgroup_min;
+    if (reduce_snippet() == "reduce_sg" && s.hd == 128 && sz == ai.subgroup_max && sz >= chunks &&
+        sz % chunks == 0 && wg % sz == 0)
+      sk.constants["SG_SOFT"] = 1;
     std::vector<gpu::Binding> sb = o.bindings;
     sb[0] = part;
     // The query, key and value heads made in the kernel as below (q_in_rope_split.wgsl), so that no
