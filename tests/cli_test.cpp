@@ -313,3 +313,27 @@ TEST(Cli, BenchRunsEveryCombinationOfItsLists) {
   fs::remove(json);
   expect_clean_error(run_ztvm("bench -m " + m + " --ctx 16 -p 8,16 -n 4 -r 1"), "need a context of 21 tokens");
 }
+
+// ztvm embed: -f takes a text a line (blank lines skipped); the similarity matrix is symmetric, 1 on
+// the diagonal and for a repeated text, below 1 for another; bad input names what to change.
+TEST(Cli, EmbedReadsLinesAndPrintsSimilarities) {
+  const fs::path file = fs::temp_directory_path() / "ztvm_cli_embed.txt";
+  std::ofstream(file) << "Once upon a time\n\nOnce upon a time\r\nThe dog ran to the park\n";
+  const std::string m = "-m " + kStories + "stories260K-Q8_0.gguf";
+  CliRun r = run_ztvm("embed " + m + " -f " + file.string() + " --format similarity");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream in(r.out);
+  std::vector<std::vector<double>> s(3, std::vector<double>(3));
+  for (auto& row : s)
+    for (double& x : row) ASSERT_TRUE(in >> x) << r.out;
+  EXPECT_DOUBLE_EQ(s[0][0], 1.0);
+  EXPECT_DOUBLE_EQ(s[0][1], 1.0);  // the same text on another line
+  EXPECT_LT(s[0][2], 0.99);
+  EXPECT_DOUBLE_EQ(s[0][2], s[2][0]);
+  EXPECT_NE(r.err.find("3 texts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pooling mean (the model names none)"), std::string::npos) << r.err;
+  expect_clean_error(run_ztvm("embed " + m + " --ctx 8 -p 'Once upon a time there was a girl named Lily'"), "raise --ctx");
+  expect_clean_error(run_ztvm("embed " + m + " --dimensions 65 -p hi"), "have 64");
+  expect_clean_error(run_ztvm("embed " + m), "nothing to embed");
+  fs::remove(file);
+}

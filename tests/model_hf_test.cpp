@@ -4,6 +4,10 @@
 
 #include <cmath>
 
+#include <filesystem>
+#include <fstream>
+
+#include "model/convert.h"
 #include "model/model_file.h"
 #include "model/safetensors.h"
 #include "model_test_util.h"
@@ -83,6 +87,32 @@ TEST(Hf, Qwen3Transformers5Bf16WithExplicitHeadDim) {
   EXPECT_EQ(m->get("blk.1.attn_output.weight").ne, (std::vector<uint64_t>{128, 64}));
   EXPECT_EQ(values(q), hf["model.layers.1.self_attn.q_proj.weight"]);
   EXPECT_EQ(values(m->get("blk.0.attn_k_norm.weight")), hf["model.layers.0.self_attn.k_norm.weight"]);
+}
+
+// A sentence-transformers package (Qwen3-Embedding's layout) names its pooling in the Pooling module's
+// config.json, found through modules.json; a model without one names none. Converting keeps it.
+TEST(Hf, SentenceTransformersPoolingIsRead) {
+  TempDir dir;
+  HfSpec spec;
+  spec.model_type = "qwen3";
+  spec.tie = true;
+  write_hf_model(dir.file("plain"), spec);
+  EXPECT_EQ(open_model(dir.file("plain"))->config.pooling, Pooling::Unset);
+  write_hf_model(dir.file("st"), spec);
+  std::filesystem::create_directories(dir.file("st") + "/pool");
+  std::ofstream(dir.file("st") + "/modules.json")
+      << R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+             {"idx": 1, "name": "1", "path": "pool", "type": "sentence_transformers.models.Pooling"},
+             {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])";
+  std::ofstream(dir.file("st") + "/pool/config.json")
+      << R"({"word_embedding_dimension": 64, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": false,
+             "pooling_mode_lasttoken": true})";
+  auto m = open_model(dir.file("st"));
+  EXPECT_EQ(m->config.pooling, Pooling::Last);
+  convert_model(*m, dir.file("st.gguf"), GgmlType::F32, nullptr);
+  EXPECT_EQ(open_model(dir.file("st.gguf"))->config.pooling, Pooling::Last);
+  std::ofstream(dir.file("st") + "/pool/config.json") << R"({"pooling_mode_mean_tokens": true})";
+  EXPECT_EQ(open_model(dir.file("st"))->config.pooling, Pooling::Mean);
 }
 
 TEST(Hf, Qwen2ShardedWithBiasesAndImplicitTie) {

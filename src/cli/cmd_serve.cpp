@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "engine/embedding.h"
 #include "cli/engine_setup.h"
 #include "server/server.h"
 
@@ -34,6 +35,9 @@ int run_serve(int argc, char** argv) {
   app.add_option("--kv-tokens", kv_tokens, "KV cache size in tokens shared by all requests (default: ctx x parallel)");
   app.add_option("--max-queue", so.max_queue, "queued requests beyond which the server answers 503");
   app.add_option("--chat-template-file", template_file, "Jinja chat template to use instead of the model's");
+  std::string pooling;
+  app.add_option("--pooling", pooling, "how /v1/embeddings pools: mean | cls | last (default: the model's, else mean)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
   app.add_flag("-v,--verbose", so.verbose, "log every request");
   CLI11_PARSE(app, argc, argv);
 
@@ -54,6 +58,7 @@ int run_serve(int argc, char** argv) {
   ModelChatTemplate mt = load_model_chat_template(e.model->path);
   if (!template_file.empty()) mt.source = template_src;
   if (mt.source.empty()) std::fprintf(stderr, "ztvm serve: the model has no chat template; using the ChatML fallback\n");
+  so.pooling = choose_pooling(e.model->config, pooling.empty() ? Pooling::Unset : parse_pooling(pooling));
   if (so.model_name.empty()) so.model_name = std::filesystem::path(e.model->path).filename().string();
 
   Scheduler sched(*e.forward, parallel, so.max_queue);

@@ -141,6 +141,19 @@ bool Scheduler::step(Slot& s, bool alone) {
     finish(s, Finish::Cancelled);
     return false;
   }
+  if (r.embed != Pooling::Unset) {  // the whole prompt in this turn, as a generation's prefill would be
+    try {
+      auto t0 = Clock::now();
+      s.result.embedding = s.gen.embedding(s.tokens, r.embed);
+      s.result.stats.n_prompt = s.result.stats.n_prefilled = (uint32_t)s.tokens.size();
+      s.result.stats.ttft_ms = ms_between(t0, Clock::now());
+    } catch (const std::exception& e) {
+      finish(s, Finish::Error, e.what());
+      return false;
+    }
+    finish(s, Finish::Stopped);
+    return false;
+  }
   uint32_t n = std::min(alone ? burst_ * 8 : burst_, r.n_max - s.generated);
   if (n == 0) {
     finish(s, Finish::Length);

@@ -28,6 +28,7 @@ struct SeqResult {
   uint32_t n_reused = 0;     // prompt tokens whose KV came from an earlier request
   double queue_ms = 0;       // waiting for a slot
   std::string error;         // Finish::Error: what went wrong
+  std::vector<float> embedding;  // SeqRequest::embed: the prompt's embedding (Generator::embedding)
 };
 
 struct SeqRequest {
@@ -35,6 +36,8 @@ struct SeqRequest {
   uint32_t n_max = 0;        // tokens to generate at most (prompt + n_max <= the context)
   SamplingParams sampling;
   std::shared_ptr<TokenConstraint> rule;  // set: every token is one the rule allows (Generator::generate)
+  // Set: no generation; the prompt's embedding with this pooling, in SeqResult::embedding (one turn).
+  Pooling embed = Pooling::Unset;
   // Called on the worker thread for every generated token; false ends the request (Finish::Stopped).
   std::function<bool(int32_t)> on_token;
   // Called once on the worker thread when the request ends, whatever the reason.

@@ -8,6 +8,8 @@
 #include <random>
 #include <set>
 
+#include "engine/embedding.h"
+#include "server/embeddings.h"
 #include "server/job.h"
 #include "server/openai.h"
 #include "server/tool_calls.h"
@@ -30,7 +32,8 @@ std::string sse(const json& chunk) {
 
 // API paths, to tell a wrong method (405) from an unknown path (404).
 const std::set<std::string> kRoutes = {"/health", "/v1/models", "/models", "/v1/chat/completions", "/chat/completions",
-                                       "/v1/completions", "/completions", "/tokenize", "/detokenize", "/apply-template"};
+                                       "/v1/completions", "/completions", "/v1/embeddings", "/embeddings",
+                                       "/tokenize", "/detokenize", "/apply-template"};
 
 int64_t now_s() { return (int64_t)std::time(nullptr); }
 
@@ -144,7 +147,8 @@ void Server::routes() {
     const ModelConfig& c = model_.config;
     json m = {{"id", opts_.model_name}, {"object", "model"}, {"created", now_s()}, {"owned_by", "ztvm"},
               {"meta", {{"arch", c.arch_name}, {"n_ctx", max_context_}, {"n_vocab", c.vocab_size},
-                        {"n_layer", c.num_hidden_layers}, {"n_embd", c.hidden_size}}}};
+                        {"n_layer", c.num_hidden_layers}, {"n_embd", c.hidden_size},
+                        {"pooling", pooling_name(opts_.pooling)}}}};
     send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
   };
   s.Get("/v1/models", models);
@@ -155,6 +159,13 @@ void Server::routes() {
   auto complete = [this](const httplib::Request& req, httplib::Response& res) { this->complete(req, res); };
   s.Post("/v1/completions", complete);
   s.Post("/completions", complete);
+
+  auto embed = [this](const httplib::Request& req, httplib::Response& res) {
+    const EmbeddingRequest r = parse_embedding_request(parse_body(req.body), tok_, max_context_, model_.config.hidden_size);
+    send_json(res, 200, run_embeddings(sched_, r, opts_.pooling, opts_.model_name));
+  };
+  s.Post("/v1/embeddings", embed);
+  s.Post("/embeddings", embed);
 
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     json b = parse_body(req.body);

@@ -30,6 +30,7 @@ struct ServerOptions {
   uint32_t max_queue = 256;        // queued requests beyond this get a 503
   size_t max_body = 8u << 20;      // bytes; larger bodies get a 413
   bool verbose = false;            // log every request to stderr
+  Pooling pooling = Pooling::Mean; // /v1/embeddings (choose_pooling: the model's unless asked)
 };
 
 class Server {
