@@ -25,6 +25,11 @@ void send_json(httplib::Response& res, int status, const json& body) {
 }
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, error_body(e)); }
+// Ollama's paths answer errors in Ollama's shape, {"error": "..."}, which its clients read.
+void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
+  if (req.path.rfind("/api/", 0) == 0) send_json(res, e.status, {{"error", e.what()}});
+  else send_error(res, e);
+}
 
 std::string sse(const json& chunk) {
   return "data: " + chunk.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
@@ -33,7 +38,9 @@ std::string sse(const json& chunk) {
 // API paths, to tell a wrong method (405) from an unknown path (404).
 const std::set<std::string> kRoutes = {"/health", "/v1/models", "/models", "/v1/chat/completions", "/chat/completions",
                                        "/v1/completions", "/completions", "/v1/embeddings", "/embeddings",
-                                       "/tokenize", "/detokenize", "/apply-template"};
+                                       "/tokenize", "/detokenize", "/apply-template", "/api/chat", "/api/generate",
+                                       "/api/embed", "/api/embeddings", "/api/tags", "/api/ps", "/api/show",
+                                       "/api/version"};
 
 int64_t now_s() { return (int64_t)std::time(nullptr); }
 
@@ -80,7 +87,7 @@ void Server::routes() {
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // The page and /health are public (a browser cannot send a Bearer header to load a page; the
     // page asks for the key and sends it with its API calls).
-    const bool is_public = req.path == "/health" || (req.method == "GET" && req.path.rfind("/v1", 0) != 0 &&
+    const bool is_public = req.path == "/health" || (req.method == "GET" && req.path.rfind("/v1", 0) != 0 && req.path.rfind("/api/", 0) != 0 &&
                                                      req.path != "/models" && req.path != "/props");
     if (req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
     // A body announced far over the limit is refused before it is read: httplib would read and
@@ -90,7 +97,7 @@ void Server::routes() {
       const std::string len = req.get_header_value("Content-Length");
       const bool digits = !len.empty() && len.size() <= 19 && len.find_first_not_of("0123456789") == std::string::npos;
       if (!digits || std::stoull(len) > 4 * opts_.max_body) {
-        send_error(res, digits ? ApiError(413, "the request body is too large (limit " + std::to_string(opts_.max_body) + " bytes)",
+        send_error(req, res, digits ? ApiError(413, "the request body is too large (limit " + std::to_string(opts_.max_body) + " bytes)",
                                           "invalid_request_error", "", "payload_too_large")
                                : ApiError(400, "invalid Content-Length"));
         res.set_header("Connection", "close");
@@ -98,7 +105,7 @@ void Server::routes() {
       }
     }
     if (!is_public && !authorized(req)) {
-      send_error(res, ApiError(401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
+      send_error(req, res, ApiError(401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
                                "authentication_error", "", "invalid_api_key"));
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -112,25 +119,25 @@ void Server::routes() {
     switch (res.status) {
       case 404:
         if (kRoutes.count(req.path))  // the path exists, for another method
-          send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path));
+          send_error(req, res, ApiError(405, "method " + req.method + " is not allowed on " + req.path));
         else
-          send_error(res, ApiError(404, "no such endpoint: " + req.method + " " + req.path, "not_found_error"));
+          send_error(req, res, ApiError(404, "no such endpoint: " + req.method + " " + req.path, "not_found_error"));
         break;
-      case 413: send_error(res, ApiError(413, "the request body is too large", "invalid_request_error", "", "payload_too_large")); break;
-      case 405: send_error(res, ApiError(405, "method not allowed", "invalid_request_error")); break;
+      case 413: send_error(req, res, ApiError(413, "the request body is too large", "invalid_request_error", "", "payload_too_large")); break;
+      case 405: send_error(req, res, ApiError(405, "method not allowed", "invalid_request_error")); break;
       default:
-        send_error(res, ApiError(res.status, "bad request", res.status >= 500 ? "server_error" : "invalid_request_error"));
+        send_error(req, res, ApiError(res.status, "bad request", res.status >= 500 ? "server_error" : "invalid_request_error"));
     }
   });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     try {
       std::rethrow_exception(ep);
     } catch (const ApiError& e) {
-      send_error(res, e);
+      send_error(req, res, e);
     } catch (const std::exception& e) {
-      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+      send_error(req, res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
     } catch (...) {
-      send_error(res, ApiError(500, "internal error", "server_error"));
+      send_error(req, res, ApiError(500, "internal error", "server_error"));
     }
   });
   if (opts_.verbose)
@@ -160,6 +167,7 @@ void Server::routes() {
   s.Post("/v1/completions", complete);
   s.Post("/completions", complete);
 
+  ollama_routes();
   auto embed = [this](const httplib::Request& req, httplib::Response& res) {
     const EmbeddingRequest r = parse_embedding_request(parse_body(req.body), tok_, max_context_, model_.config.hidden_size);
     send_json(res, 200, run_embeddings(sched_, r, opts_.pooling, opts_.model_name));

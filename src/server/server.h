@@ -62,6 +62,10 @@ class Server {
                std::shared_ptr<const JsonSchema> json_rule = nullptr);
 
   void routes();
+  // Ollama's API (server/ollama.cpp): its generate and chat through the same prompt and Job as ours.
+  void ollama_routes();
+  void ollama_generate(const httplib::Request& req, httplib::Response& res, bool chat);
+  json ollama_model_entry() const;
   void chat(const httplib::Request& req, httplib::Response& res);
   void complete(const httplib::Request& req, httplib::Response& res);
   bool authorized(const httplib::Request& req) const;
