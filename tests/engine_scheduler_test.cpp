@@ -131,3 +131,52 @@ TEST(Scheduler, SmallPoolEndsCleanly) {
   Outcome after = submit(sched, prompt(5, 10), 3).get();
   EXPECT_EQ(after.tokens.size(), 3u);
 }
+
+// Embedding requests (SeqRequest::embed) among generations: each gives what a lone generator gives,
+// the generations keep their solo tokens, and a prompt the pool cannot hold ends as an error.
+TEST(Scheduler, EmbeddingsBesideGenerations) {
+  auto model = open_model(kModel);
+  std::vector<std::vector<float>> want_vec;
+  std::vector<int32_t> want_tokens;
+  {
+    Forward fwd(device(), *model, 256, 16);
+    Generator gen(fwd);
+    for (int i = 0; i < 3; i++) want_vec.push_back(gen.embedding(prompt(20 + i, 15 + 9 * i), i == 1 ? Pooling::Last : Pooling::Mean));
+    gen.reset();
+    gen.generate(prompt(3, 20), 30, [&](int32_t x) { want_tokens.push_back(x); return true; });
+  }
+  Forward fwd(device(), *model, 256, 16, 12);
+  Scheduler sched(fwd, 2, 64, 4);
+  auto gen_future = submit(sched, prompt(3, 20), 30);
+  std::vector<std::future<SeqResult>> fs;
+  for (int i = 0; i < 3; i++) {
+    auto r = std::make_shared<SeqRequest>();
+    auto done = std::make_shared<std::promise<SeqResult>>();
+    r->prompt = prompt(20 + i, 15 + 9 * i);
+    r->embed = i == 1 ? Pooling::Last : Pooling::Mean;
+    r->on_token = [](int32_t) { return false; };
+    r->on_done = [done](const SeqResult& res) { done->set_value(res); };
+    fs.push_back(done->get_future());
+    ASSERT_TRUE(sched.submit(r));
+  }
+  for (int i = 0; i < 3; i++) {
+    SeqResult res = fs[i].get();
+    EXPECT_EQ(res.finish, Finish::Stopped) << res.error;
+    ASSERT_EQ(res.embedding.size(), want_vec[i].size());
+    for (size_t k = 0; k < res.embedding.size(); k++)  // a reused BOS may change the passes' lengths
+      ASSERT_NEAR(res.embedding[k], want_vec[i][k], 1e-6) << "input " << i << ", component " << k;
+    EXPECT_EQ(res.stats.n_prompt, (uint32_t)(15 + 9 * i));
+  }
+  EXPECT_EQ(gen_future.get().tokens, want_tokens);
+  // 12 pages hold 192 tokens: a 250-token input cannot fit.
+  auto big = std::make_shared<SeqRequest>();
+  std::promise<SeqResult> done;
+  big->prompt = prompt(9, 250);
+  big->embed = Pooling::Mean;
+  big->on_token = [](int32_t) { return false; };
+  big->on_done = [&](const SeqResult& res) { done.set_value(res); };
+  ASSERT_TRUE(sched.submit(big));
+  SeqResult res = done.get_future().get();
+  EXPECT_EQ(res.finish, Finish::Error);
+  EXPECT_NE(res.error.find("cannot hold"), std::string::npos) << res.error;
+}
