@@ -3,6 +3,7 @@
 // token-by-token decode, and greedy generation vs llama2.c's reference text.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -92,6 +93,33 @@ INSTANTIATE_TEST_SUITE_P(Encodings, StoriesModel,
                            std::string s = info.param;
                            return s.substr(12, s.find(".gguf") - 12);
                          });
+
+// A LogitsTap (logprobs) moves picking to the host: greedy picks the GPU path's tokens, and each
+// step's tapped logits are the CPU reference's at that position (the prompt and the picks so far).
+TEST(StoriesModel, TappedLogitsAreTheModelsAndPicksMatchTheGpuPath) {
+  auto model = open_model(kDir + "stories260K-Q8_0.gguf");
+  Forward fwd(device(), *model, 64, 8);
+  std::vector<int32_t> gpu_tokens, tapped_tokens;
+  Generator(fwd).generate(kIds, 12, [&](int32_t t) { gpu_tokens.push_back(t); return true; });
+  Forward fwd2(device(), *model, 64, 8);
+  std::vector<std::vector<float>> seen;
+  const LogitsTap tap = [&](const std::vector<float>& logits, int32_t picked) {
+    seen.push_back(logits);
+    EXPECT_EQ(picked, (int32_t)(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+  };
+  Generator(fwd2).generate(kIds, 12, [&](int32_t t) { tapped_tokens.push_back(t); return true; }, {}, nullptr, &tap);
+  EXPECT_EQ(tapped_tokens, gpu_tokens);
+  ASSERT_EQ(seen.size(), 12u);
+  std::vector<int32_t> all = kIds;
+  all.insert(all.end(), tapped_tokens.begin(), tapped_tokens.end() - 1);
+  const std::vector<float> cpu = ref::forward_logits(*model, all, true);
+  const uint32_t vocab = model->config.vocab_size;
+  for (size_t i = 0; i < seen.size(); i++) {
+    const size_t row = kIds.size() - 1 + i;
+    const std::vector<float> want(cpu.begin() + (std::ptrdiff_t)(row * vocab), cpu.begin() + (std::ptrdiff_t)((row + 1) * vocab));
+    EXPECT_LT(nmse(seen[i], want), 1e-8) << "step " << i;
+  }
+}
 
 TEST(StoriesModel, PrefixReuseGivesTheSameTokens) {
   auto model = open_model(kDir + "stories260K-f32.gguf");

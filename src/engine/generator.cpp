@@ -147,8 +147,8 @@ void Generator::prefill(const std::vector<int32_t>& prompt, size_t end, uint32_t
 
 GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n_max,
                                   const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling,
-                                  TokenConstraint* rule) {
-  if (rule) return generate_ruled(prompt, n_max, on_token, sampling, *rule);
+                                  TokenConstraint* rule, const LogitsTap* tap) {
+  if (rule || (tap && *tap)) return generate_ruled(prompt, n_max, on_token, sampling, rule, tap);
   const Head head = sampling.greedy() ? Head::LastSample : Head::LastRandom;
   if (!sampling.greedy()) fwd_.set_sampling(sampling);
   gpu::Device& dev = fwd_.device();
@@ -223,7 +223,7 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
 // pick, goes through the model alone with all its logits read back.
 GenerateStats Generator::generate_ruled(const std::vector<int32_t>& prompt, uint32_t n_max,
                                         const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling,
-                                        TokenConstraint& rule) {
+                                        TokenConstraint* rule, const LogitsTap* tap) {
   gpu::Device& dev = fwd_.device();
   GenerateStats st;
   const auto t0 = Clock::now();
@@ -242,8 +242,11 @@ GenerateStats Generator::generate_ruled(const std::vector<int32_t>& prompt, uint
     dev.check();
     cached_.push_back(tok);
     if (i == 0) st.n_prefilled++;  // the prompt's last token
-    const int32_t next = sample_cpu(logits, sampling, picked, st.n_generated, &rule);
+    std::vector<float> raw;  // the tap's copy: sample_cpu applies the penalties in place
+    if (tap && *tap) raw = logits;
+    const int32_t next = sample_cpu(logits, sampling, picked, st.n_generated, rule);
     if (next < 0) break;  // nothing may follow: the rule has ended the text
+    if (tap && *tap) (*tap)(raw, next);
     if (st.n_generated == 0) {
       t_first = Clock::now();
       st.ttft_ms = ms_since(t0);
@@ -251,7 +254,7 @@ GenerateStats Generator::generate_ruled(const std::vector<int32_t>& prompt, uint
     st.n_generated++;
     st.submissions++;
     picked.push_back(next);
-    rule.accept(next);
+    if (rule) rule->accept(next);
     if (!on_token(next)) break;
     tok = next;
   }

@@ -34,9 +34,10 @@ class Generator {
   // KV entries of a previous call that match the prompt's prefix are reused. With a `rule`, every
   // token is picked on the host among those it allows (sample_cpu.h), a step at a time; generation
   // also ends where the rule allows nothing.
+  // A `tap` sees each step's logits and pick (the same host path as a rule).
   GenerateStats generate(const std::vector<int32_t>& prompt, uint32_t n_max,
                          const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling = {},
-                         TokenConstraint* rule = nullptr);
+                         TokenConstraint* rule = nullptr, const LogitsTap* tap = nullptr);
 
   // Logits [ids.size(), vocab] for every position (teacher forcing), from an empty cache.
   std::vector<float> logits(const std::vector<int32_t>& ids);
@@ -74,7 +75,7 @@ class Generator {
   void prefill(const std::vector<int32_t>& prompt, size_t end, uint32_t n_max, Head last_head, GenerateStats& st);
   GenerateStats generate_ruled(const std::vector<int32_t>& prompt, uint32_t n_max,
                                const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling,
-                               TokenConstraint& rule);
+                               TokenConstraint* rule, const LogitsTap* tap);
   void bind_pages(uint32_t n_tokens);  // reserve (or throw) and point the passes at our pages
   void grow_ring(uint32_t n);          // readback slots, at least n
   Forward& fwd_;

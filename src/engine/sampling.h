@@ -1,6 +1,8 @@
 // Sampling parameters (shared by the generator and the GPU graph that samples).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 namespace ztvm {
 
@@ -28,6 +30,10 @@ class TokenConstraint {
   virtual bool allows(int32_t id) const = 0;  // may `id` come next?
   virtual void accept(int32_t id) = 0;        // `id` came
 };
+
+// Given to Generator::generate: sees every step's logits (as the model gave them, before any penalty)
+// and the token picked from them (logprobs). Like a rule, it moves the picking to the host.
+using LogitsTap = std::function<void(const std::vector<float>& logits, int32_t picked)>;
 
 // Mirrors `Sampling` in kernels/sample.wgsl.
 struct SamplingUniform {

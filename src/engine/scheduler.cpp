@@ -186,7 +186,7 @@ bool Scheduler::step(Slot& s, bool alone) {
         return false;
       }
       return true;
-    }, sp, r.rule.get());
+    }, sp, r.rule.get(), r.on_logits ? &r.on_logits : nullptr);
     GenerateStats& acc = s.result.stats;
     if (s.generated == 0) {  // the burst that prefilled the prompt
       acc.n_prompt = st.n_prompt;

@@ -36,6 +36,7 @@ struct SeqRequest {
   uint32_t n_max = 0;        // tokens to generate at most (prompt + n_max <= the context)
   SamplingParams sampling;
   std::shared_ptr<TokenConstraint> rule;  // set: every token is one the rule allows (Generator::generate)
+  LogitsTap on_logits;  // set: called on the worker thread with each step's logits and pick (logprobs)
   // Set: no generation; the prompt's embedding with this pooling, in SeqResult::embedding (one turn).
   Pooling embed = Pooling::Unset;
   // Called on the worker thread for every generated token; false ends the request (Finish::Stopped).

@@ -25,6 +25,14 @@ std::shared_ptr<Job> Job::start(Scheduler& sched, const Tokenizer& tok, std::vec
   r->on_done = [w](const SeqResult& res) {
     if (auto j = w.lock()) j->on_done(res);
   };
+  if (opts.top_logprobs >= 0)
+    r->on_logits = [w, n_top = opts.top_logprobs](const std::vector<float>& logits, int32_t picked) {
+      auto j = w.lock();
+      if (!j || j->tok_.is_eog(picked)) return;
+      TokenLogprob t = token_logprob(logits, picked, n_top);
+      std::lock_guard<std::mutex> lk(j->mu_);
+      j->logprobs_.push_back(std::move(t));
+    };
   job->req_ = r;
   if (!sched.submit(r))
     throw ApiError(503, "the server is busy: too many queued requests, retry later", "unavailable", "", "server_busy");
@@ -66,6 +74,12 @@ bool Job::take(std::string& out, std::chrono::milliseconds timeout) {
   out += text_;
   text_.clear();
   return done_;
+}
+
+void Job::take_logprobs(std::vector<TokenLogprob>& out) {
+  std::lock_guard<std::mutex> lk(mu_);
+  out.insert(out.end(), std::make_move_iterator(logprobs_.begin()), std::make_move_iterator(logprobs_.end()));
+  logprobs_.clear();
 }
 
 const char* Job::finish_reason() const { return result_.finish == Finish::Length ? "length" : "stop"; }

@@ -28,6 +28,9 @@ class Job {
   // Waits up to `timeout` for new text or the end; moves the new text into `out`. True once ended
   // and everything was taken.
   bool take(std::string& out, std::chrono::milliseconds timeout);
+  // With GenOptions::top_logprobs >= 0: moves the generated tokens' log probabilities so far into
+  // `out` (end-of-generation tokens left out, as their text is).
+  void take_logprobs(std::vector<TokenLogprob>& out);
   void cancel() { req_->cancelled = true; }
 
   // After take() returned true:
@@ -54,6 +57,7 @@ class Job {
   std::mutex mu_;
   std::condition_variable cv_;
   std::string text_;
+  std::vector<TokenLogprob> logprobs_;
   bool done_ = false;
   SeqResult result_;
 };

@@ -1,5 +1,8 @@
 #include "server/openai.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace ztvm::server {
 
 ApiError::ApiError(int status, const std::string& message, std::string type, std::string param, std::string code)
@@ -79,7 +82,19 @@ GenOptions parse_gen_options(const json& b) {
   else o.sampling.seed = 0x5eed;  // fixed: without a seed, runs are still reproducible
   if (integer(b, "n", 1, 128, i) && i != 1) throw bad("n", "only n = 1 is supported");
   bool flag = false;
-  if (boolean(b, "logprobs", flag) && flag) throw bad("logprobs", "logprobs are not supported");
+  if (auto it = b.find("logprobs"); it != b.end() && !it->is_null()) {
+    if (it->is_boolean()) {  // chat: logprobs true, top_logprobs 0..20
+      if (it->get<bool>()) o.top_logprobs = 0;
+      if (integer(b, "top_logprobs", 0, 20, i)) {
+        if (!it->get<bool>()) throw bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        o.top_logprobs = (int)i;
+      }
+    } else if (integer(b, "logprobs", 0, 20, i)) {  // completions: the number of alternatives
+      o.top_logprobs = (int)i;
+    }
+  } else if (integer(b, "top_logprobs", 0, 20, i)) {
+    throw bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  }
   if (boolean(b, "echo", flag) && flag) throw bad("echo", "echo is not supported");
   boolean(b, "stream", o.stream);
   if (auto it = b.find("stream_options"); it != b.end() && !it->is_null()) {
@@ -171,6 +186,61 @@ std::string completion_prompt(const json& body) {
   if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) return (*it)[0].get<std::string>();
   if (it->is_array() && it->size() > 1) throw bad("prompt", "only one prompt per request is supported");
   throw bad("prompt", "'prompt' must be a string");
+}
+
+TokenLogprob token_logprob(const std::vector<float>& logits, int32_t picked, int n_top) {
+  float mx = -INFINITY;
+  for (float x : logits) mx = std::max(mx, x);
+  double sum = 0;
+  for (float x : logits) sum += std::exp((double)x - mx);
+  const double lse = mx + std::log(sum);
+  TokenLogprob t{picked, (float)(logits[(size_t)picked] - lse), {}};
+  if (n_top > 0) {
+    std::vector<int32_t> ids(logits.size());
+    for (size_t i = 0; i < ids.size(); i++) ids[i] = (int32_t)i;
+    const size_t k = std::min<size_t>((size_t)n_top, ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + (std::ptrdiff_t)k, ids.end(), [&](int32_t a, int32_t b) {
+      return logits[(size_t)a] > logits[(size_t)b] || (logits[(size_t)a] == logits[(size_t)b] && a < b);
+    });
+    for (size_t i = 0; i < k; i++) t.top.push_back({ids[i], (float)(logits[(size_t)ids[i]] - lse)});
+  }
+  return t;
+}
+
+static json token_entry(const Tokenizer& tok, int32_t id, float logprob) {
+  const std::string& text = tok.token_text(id);
+  json bytes = json::array();
+  for (unsigned char c : text) bytes.push_back((int)c);
+  // A piece of a multi-byte character is not valid UTF-8 on its own: its text is sent replaced.
+  return {{"token", text}, {"logprob", logprob}, {"bytes", bytes}};
+}
+
+json chat_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps) {
+  json content = json::array();
+  for (const TokenLogprob& t : lps) {
+    json e = token_entry(tok, t.id, t.logprob);
+    json top = json::array();
+    for (const auto& [id, lp] : t.top) top.push_back(token_entry(tok, id, lp));
+    e["top_logprobs"] = top;
+    content.push_back(std::move(e));
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+json completion_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps, size_t offset0) {
+  json tokens = json::array(), logprobs = json::array(), tops = json::array(), offsets = json::array();
+  size_t at = offset0;
+  for (const TokenLogprob& t : lps) {
+    const std::string& text = tok.token_text(t.id);
+    tokens.push_back(text);
+    logprobs.push_back(t.logprob);
+    json top = json::object();
+    for (const auto& [id, lp] : t.top) top[tok.token_text(id)] = lp;
+    tops.push_back(top);
+    offsets.push_back(at);
+    at += text.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", logprobs}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
 }  // namespace ztvm::server

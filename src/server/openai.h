@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/sampling.h"
+#include "text/tokenizer.h"
 
 namespace ztvm::server {
 
@@ -31,7 +32,23 @@ struct GenOptions {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage
+  // -1: no logprobs. 0..20: each generated token's log probability and this many of the most likely
+  // alternatives (chat: logprobs true + top_logprobs; completions: logprobs N).
+  int top_logprobs = -1;
 };
+
+// One generated token's log probability (log-softmax of the model's logits, before sampling's
+// temperature and penalties, as OpenAI reports them) and the most likely alternatives at its step.
+struct TokenLogprob {
+  int32_t id;
+  float logprob;
+  std::vector<std::pair<int32_t, float>> top;  // most likely first
+};
+TokenLogprob token_logprob(const std::vector<float>& logits, int32_t picked, int n_top);
+// The response fields: chat's {"content": [{token, logprob, bytes, top_logprobs}]}, and completions'
+// {"tokens", "token_logprobs", "top_logprobs", "text_offset"} (offsets counted from `offset0`).
+json chat_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps);
+json completion_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps, size_t offset0 = 0);
 
 // Parses the body text: invalid JSON (broken UTF-8 included) or a non-object is a 400.
 json parse_body(const std::string& body);

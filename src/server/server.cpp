@@ -365,6 +365,11 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
       body = r.envelope("text_completion");
       body["choices"] = json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", job->finish_reason()}}});
     }
+    if (o.top_logprobs >= 0) {
+      std::vector<TokenLogprob> lps;
+      job->take_logprobs(lps);
+      body["choices"][0]["logprobs"] = cp ? chat_logprobs(tok_, lps) : completion_logprobs(tok_, lps);
+    }
     body["usage"] = usage(*job);
     body["timings"] = job->timings();
     send_json(res, 200, body);
@@ -378,6 +383,16 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
     GenOptions o;
     std::unique_ptr<ToolCallStream> tools;  // chat only
     bool started = false;
+    std::vector<TokenLogprob> lps;  // taken from the job, not yet sent (top_logprobs >= 0)
+    size_t lp_offset = 0;           // completions: bytes of the tokens already sent
+    // The logprobs field of the next chunk, with every entry taken so far (null when none are asked).
+    json logprobs(const Tokenizer& tok) {
+      if (o.top_logprobs < 0) return nullptr;
+      json j = r.chat ? chat_logprobs(tok, lps) : completion_logprobs(tok, lps, lp_offset);
+      for (const TokenLogprob& t : lps) lp_offset += r.chat ? 0 : tok.token_text(t.id).size();
+      lps.clear();
+      return j;
+    }
   };
   auto st = std::make_shared<Stream>();
   st->job = job;
@@ -388,18 +403,22 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [st](size_t, httplib::DataSink& sink) {
+      [st, this](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& chunk) {
           std::string s = sse(chunk);
           return sink.write(s.data(), s.size());
         };
+        auto with_logprobs = [&](json c) {
+          if (st->o.top_logprobs >= 0) c["choices"][0]["logprobs"] = st->logprobs(tok_);
+          return c;
+        };
         auto send_delta = [&](const StreamDelta& d) {
           if (d.content.empty() && d.reasoning.empty()) return true;
-          if (!st->r.chat) return send(st->r.chunk(d.content));
+          if (!st->r.chat) return send(with_logprobs(st->r.chunk(d.content)));
           json delta = json::object();
           if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
           if (!d.content.empty()) delta["content"] = d.content;
-          return send(st->r.chunk(delta));
+          return send(with_logprobs(st->r.chunk(delta)));
         };
         if (!st->started) {
           st->started = true;
@@ -407,6 +426,7 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
         }
         std::string text;
         const bool done = st->job->take(text, std::chrono::milliseconds(200));
+        if (st->o.top_logprobs >= 0) st->job->take_logprobs(st->lps);
         if (!text.empty()) {
           StreamDelta d = st->tools ? st->tools->push(text) : StreamDelta{text, ""};
           if (!send_delta(d)) return false;  // the client is gone: the job's owner lets go, generation stops
@@ -425,7 +445,7 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
               finish = "tool_calls";
             }
           }
-          json last = st->r.chunk(st->r.chat ? json::object() : json(""), finish);
+          json last = with_logprobs(st->r.chunk(st->r.chat ? json::object() : json(""), finish));
           last["timings"] = job.timings();
           if (!send(last)) return false;
           if (st->o.include_usage) {
