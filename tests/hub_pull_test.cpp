@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "cli_test_util.h"
+#include "model_test_util.h"
 #include "hub/hub.h"
 
 namespace fs = std::filesystem;
@@ -190,8 +191,21 @@ TEST(HubSpec, ChoosesOneGgufOrSaysWhatThereIs) {
   } catch (const HubError& e) {
     EXPECT_NE(std::string(e.what()).find("m-Q4_0.gguf, m-Q4_K_M.gguf"), std::string::npos) << e.what();
   }
-  std::vector<RepoFile> split = {{"big-Q8_0-00001-of-00002.gguf", 1}, {"big-Q8_0-00002-of-00002.gguf", 1}};
-  EXPECT_THROW(choose_files(split, {"o/r", "Q8_0"}), HubError);
+  // A split GGUF: all its parts, the first first, by tag or by any part's name; not with one missing.
+  std::vector<RepoFile> split = {{"big-Q8_0-00002-of-00002.gguf", 1}, {"big-Q8_0-00001-of-00002.gguf", 1}, {"big-Q4_0.gguf", 1}};
+  for (const char* sel : {"Q8_0", "big-Q8_0-00002-of-00002.gguf"}) {
+    Choice sc = choose_files(split, {"o/r", sel});
+    ASSERT_EQ(sc.files.size(), 2u) << sel;
+    EXPECT_EQ(sc.files[0].path, "big-Q8_0-00001-of-00002.gguf");
+    EXPECT_FALSE(sc.directory);
+  }
+  split.erase(split.begin());
+  try {
+    choose_files(split, {"o/r", "Q8_0"});
+    FAIL() << "a part is missing";
+  } catch (const HubError& e) {
+    EXPECT_NE(std::string(e.what()).find("split into 2 files, 1 of them"), std::string::npos) << e.what();
+  }
   std::vector<RepoFile> hf = {{"config.json", 1}, {"model.safetensors", 1}, {"tokenizer.json", 1},
                               {"README.md", 1},   {"onnx/model.onnx", 1},   {"pytorch_model.bin", 1}};
   Choice c = choose_files(hf, {"o/r", ""});
@@ -376,4 +390,25 @@ TEST_F(Pull, FetchesASafetensorsDirectory) {
   r = run_ztvm("info ztvm-test/llama-gqa");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("llama"), std::string::npos);
+}
+
+// A split GGUF pulls every part and runs from the first, offline, as the single file does.
+TEST_F(Pull, FetchesEveryPartOfASplitGguf) {
+  const fs::path tmp = models.string() + "-src";
+  fs::create_directories(tmp);
+  const auto parts = ztvm::test::split_gguf(kStories + "stories260K-Q8_0.gguf", (tmp / "stories260K-Q8_0").string(), 3);
+  auto& repo = hub->repos["ztvm-test/split"];
+  for (const auto& p : parts) repo[fs::path(p).filename().string()] = {slurp(p), true};
+  CliRun r = run_ztvm("pull ztvm-test/split:Q8_0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string first = local("ztvm-test/split/stories260K-Q8_0-00001-of-00003.gguf");
+  EXPECT_EQ(r.out, first + "\n");
+  for (const auto& p : parts) EXPECT_EQ(slurp(local("ztvm-test/split/" + fs::path(p).filename().string())), slurp(p));
+  hub.reset();
+  const std::string args = " -p 'Once upon a time' -n 12 --gpu cpu";
+  CliRun pulled = run_ztvm("run -m ztvm-test/split:Q8_0" + args);
+  CliRun original = run_ztvm("run -m " + kStories + "stories260K-Q8_0.gguf" + args);
+  ASSERT_EQ(pulled.status, 0) << pulled.err;
+  EXPECT_EQ(pulled.out, original.out);
+  fs::remove_all(tmp);
 }

@@ -356,3 +356,49 @@ TEST(Gguf, RandomMutationsNeverCrash) {
   std::printf("  400 mutated files: %d ModelError, %d still loadable\n", errors, loaded);
   EXPECT_GT(errors, 100);
 }
+
+// A GGUF split into parts (llama.cpp's gguf-split layout) opens from any part as the whole model:
+// the same config and the same tensor bytes as the single file; a missing or foreign part is an
+// error that names it.
+TEST(Gguf, SplitFilesOpenAsOneModel) {
+  TempDir dir;
+  const std::string single = kStories + "stories260K-Q8_0.gguf";
+  const std::vector<std::string> parts = split_gguf(single, dir.file("s"), 3);
+  auto whole = open_model(single);
+  // Reversed, the token embedding (which gives the vocabulary) is in the last part, not the first.
+  const std::vector<std::string> back = split_gguf(single, dir.file("r"), 2, true);
+  ASSERT_EQ(GgufFile::open(back[0])->find("token_embd.weight"), nullptr);
+  for (const std::string& from : {parts[0], parts[2], back[0]}) {
+    auto m = open_model(from);
+    EXPECT_EQ(m->path, from == back[0] ? back[0] : parts[0]);
+    EXPECT_EQ(m->gguf_parts.size(), from == back[0] ? 1u : 2u);
+    EXPECT_EQ(m->config.vocab_size, whole->config.vocab_size);
+    EXPECT_EQ(m->config.tie_word_embeddings, whole->config.tie_word_embeddings);
+    EXPECT_EQ(m->config.num_hidden_layers, whole->config.num_hidden_layers);
+    ASSERT_EQ(m->tensors.size(), whole->tensors.size());
+    for (const auto& [name, t] : whole->tensors) {
+      const TensorView& s = m->get(name);
+      ASSERT_EQ(s.nbytes, t.nbytes) << name;
+      EXPECT_EQ(std::memcmp(s.data, t.data, t.nbytes), 0) << name;
+    }
+  }
+  // The parts really divide the tensors: the last part's first one is not in the first part.
+  const std::string last_first = GgufFile::open(parts[2])->tensors().at(0).name;
+  EXPECT_EQ(GgufFile::open(parts[0])->find(last_first), nullptr);
+  fs::rename(parts[1], dir.file("away.gguf"));
+  try {
+    open_model(parts[0]);
+    FAIL() << "a part is missing";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("part 2 of 3 is missing"), std::string::npos) << e.what();
+  }
+  fs::copy_file(parts[2], parts[1]);  // part 3 where part 2 should be
+  EXPECT_THROW(open_model(parts[0]), ModelError);
+  fs::copy_file(parts[0], dir.file("renamed.gguf"));
+  try {
+    open_model(dir.file("renamed.gguf"));
+    FAIL() << "a part whose name does not lead to the others";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be found"), std::string::npos) << e.what();
+  }
+}

@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -232,6 +233,40 @@ inline std::map<std::string, std::vector<float>> write_hf_model(const std::strin
 // Rows [first, first + count) of a row-major matrix with `cols` columns.
 inline std::vector<float> rows_of(const std::vector<float>& m, uint64_t cols, uint64_t first, uint64_t count) {
   return std::vector<float>(m.begin() + long(first * cols), m.begin() + long((first + count) * cols));
+}
+
+}  // namespace ztvm::test
+
+#include "model/gguf.h"
+#include "model/gguf_writer.h"
+
+namespace ztvm::test {
+
+// Writes `in` as `parts` files PREFIX-0000K-of-0000N.gguf the way llama.cpp's gguf-split does: the
+// first holds every metadata key, each holds split.no / split.count / split.tensors.count, and the
+// tensors are spread over them in file order (reversed: the first tensors land in the last part).
+// Returns the parts' paths.
+inline std::vector<std::string> split_gguf(const std::string& in, const std::string& prefix, uint32_t parts,
+                                           bool reversed = false) {
+  auto g = GgufFile::open(in);
+  std::vector<TensorView> ts = g->tensors();
+  if (reversed) std::reverse(ts.begin(), ts.end());
+  std::vector<std::string> paths;
+  for (uint32_t k = 0; k < parts; k++) {
+    GgufWriter w;
+    if (k == 0)
+      for (const auto& [key, value] : g->metadata()) w.set(key, value);
+    w.set("split.no", GgufValue::of_uint(GgufValueType::U16, k));
+    w.set("split.count", GgufValue::of_uint(GgufValueType::U16, parts));
+    w.set("split.tensors.count", GgufValue::of_int(GgufValueType::I32, (int64_t)ts.size()));
+    for (size_t i = k * ts.size() / parts; i < (k + 1) * ts.size() / parts; i++)
+      w.add_tensor(ts[i].name, ts[i].type, ts[i].ne, std::vector<uint8_t>(ts[i].data, ts[i].data + ts[i].nbytes));
+    char tail[40];
+    std::snprintf(tail, sizeof tail, "-%05u-of-%05u.gguf", k + 1, parts);
+    paths.push_back(prefix + tail);
+    w.write(paths.back());
+  }
+  return paths;
 }
 
 }  // namespace ztvm::test

@@ -83,7 +83,9 @@ int run_info(int argc, char** argv) {
     print_config(model->config);
     if (model->gguf) print_metadata(*model->gguf);
     if (model->gguf) {
-      for (const TensorView& t : model->gguf->tensors()) tensors.push_back(&t);  // file order
+      for (const TensorView& t : model->gguf->tensors()) tensors.push_back(&t);  // file order, then the parts'
+      for (const auto& part : model->gguf_parts)
+        for (const TensorView& t : part->tensors()) tensors.push_back(&t);
     } else {
       for (const auto& [name, t] : model->tensors) tensors.push_back(&t);
     }

@@ -55,8 +55,9 @@ bool is_split_part(const std::string& path) {
   return std::regex_search(path, re);
 }
 
-// The one GGUF a tag or a file name picks, with errors that show what there is instead.
-RepoFile pick_gguf(const std::vector<RepoFile>& ggufs, const RepoSpec& spec) {
+// The GGUF a tag or a file name picks (all its parts when it is split), with errors that show what
+// there is instead.
+std::vector<RepoFile> pick_gguf(const std::vector<RepoFile>& ggufs, const RepoSpec& spec) {
   const std::string& sel = spec.selector;
   std::vector<RepoFile> hits;
   if (ends_with(sel, ".gguf")) {
@@ -74,13 +75,31 @@ RepoFile pick_gguf(const std::vector<RepoFile>& ggufs, const RepoSpec& spec) {
                                  : spec.repo + " has no GGUF file tagged " + sel + "; its GGUF files: " + list_names(ggufs));
     }
   }
-  if (std::all_of(hits.begin(), hits.end(), [](const RepoFile& f) { return is_split_part(f.path); }))
-    throw HubError(spec.repo + ":" + (sel.empty() ? kDefaultTag : sel) + " is split into " + std::to_string(hits.size()) +
-                   " files (" + list_names(hits) + "); ztvm reads single-file GGUFs: pick another quantization");
+  // A split GGUF (NAME-0000K-of-0000N.gguf): all N parts, the first first. Naming one part by file
+  // name picks its whole set.
+  if (!hits.empty() && std::all_of(hits.begin(), hits.end(), [](const RepoFile& f) { return is_split_part(f.path); })) {
+    const std::string stem = hits[0].path.substr(0, hits[0].path.size() - 20);  // without "-0000K-of-0000N.gguf"
+    const std::string of = hits[0].path.substr(hits[0].path.size() - 14);      // "-of-0000N.gguf"
+    std::vector<RepoFile> set;
+    for (const auto& f : ggufs)
+      if (is_split_part(f.path) && f.path.size() == stem.size() + 20 && f.path.compare(0, stem.size(), stem) == 0 &&
+          f.path.compare(f.path.size() - 14, 14, of) == 0)
+        set.push_back(f);
+    for (const auto& h : hits)
+      if (h.path.compare(0, stem.size(), stem) != 0 || h.path.size() != stem.size() + 20)
+        throw HubError("several files of " + spec.repo + " match '" + (sel.empty() ? kDefaultTag : sel) + "': " +
+                       list_names(hits) + "; name one as " + spec.repo + ":FILE");
+    std::sort(set.begin(), set.end(), [](const RepoFile& a, const RepoFile& b) { return a.path < b.path; });
+    const size_t count = std::stoul(of.substr(4, 5));
+    if (set.size() != count)
+      throw HubError(spec.repo + ": " + stem + " is split into " + std::to_string(count) + " files, " +
+                     std::to_string(set.size()) + " of them are here (" + list_names(set) + ")");
+    return set;
+  }
   if (hits.size() > 1)
     throw HubError("several files of " + spec.repo + " match '" + (sel.empty() ? kDefaultTag : sel) + "': " +
                    list_names(hits) + "; name one as " + spec.repo + ":FILE");
-  return hits[0];
+  return hits;
 }
 
 // The files a Hugging Face model directory needs: configs, tokenizer, template and weights at the
@@ -146,7 +165,7 @@ bool name_has_tag(const std::string& path, const std::string& tag) {
 
 Choice choose_files(const std::vector<RepoFile>& files, const RepoSpec& spec) {
   const std::vector<RepoFile> ggufs = gguf_models(files);
-  if (!ggufs.empty() || ends_with(spec.selector, ".gguf")) return Choice{{pick_gguf(ggufs, spec)}, false};
+  if (!ggufs.empty() || ends_with(spec.selector, ".gguf")) return Choice{pick_gguf(ggufs, spec), false};
   Choice c{{}, true};
   for (const auto& f : files)
     if (directory_file(f.path)) c.files.push_back(f);

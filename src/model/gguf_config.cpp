@@ -42,7 +42,13 @@ std::vector<float> tensor_as_floats(const GgufFile& g, const TensorView& t) {
 
 }  // namespace
 
-ModelConfig config_from_gguf(const GgufFile& g) {
+ModelConfig config_from_gguf(const GgufFile& g, const std::map<std::string, TensorView>* tensors) {
+  // A split file's tensors are spread over its parts: the caller's table has them all.
+  auto find = [&](const std::string& name) -> const TensorView* {
+    if (!tensors) return g.find(name);
+    auto it = tensors->find(name);
+    return it == tensors->end() ? nullptr : &it->second;
+  };
   ModelConfig c;
   c.arch_name = g.get_string("general.architecture");
   c.arch = parse_arch(c.arch_name, g.path());
@@ -70,8 +76,8 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   // other architectures keep HF's layout and rotate halves.
   c.rope_style = c.arch == Arch::Llama ? RopeStyle::Normal : RopeStyle::Neox;
   c.qk_norm = c.arch == Arch::Qwen3;
-  c.tie_word_embeddings = g.find("output.weight") == nullptr;
-  c.attn_bias = g.find("blk.0.attn_q.bias") != nullptr;
+  c.tie_word_embeddings = find("output.weight") == nullptr;
+  c.attn_bias = find("blk.0.attn_q.bias") != nullptr;
 
   // RoPE scaling. Llama 3 carries its factors as a tensor; Phi-3 longrope as two tensors plus an
   // attention factor. Linear/YaRN scaling would change positions silently: refuse it.
@@ -80,9 +86,9 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   if (scaling != "none" && !(scaling == "linear" && scale_factor == 1.0) && scaling != "longrope")
     throw ModelError(g.path() + ": key '" + a + "rope.scaling.type': '" + scaling +
                      "' RoPE scaling is not supported (supported: none, llama3 factors, Phi-3 longrope)");
-  if (const TensorView* t = g.find("rope_freqs.weight")) c.rope_freq_factors = tensor_as_floats(g, *t);
-  if (const TensorView* t = g.find("rope_factors_short.weight")) c.rope_freq_factors = tensor_as_floats(g, *t);
-  if (const TensorView* t = g.find("rope_factors_long.weight")) c.rope_freq_factors_long = tensor_as_floats(g, *t);
+  if (const TensorView* t = find("rope_freqs.weight")) c.rope_freq_factors = tensor_as_floats(g, *t);
+  if (const TensorView* t = find("rope_factors_short.weight")) c.rope_freq_factors = tensor_as_floats(g, *t);
+  if (const TensorView* t = find("rope_factors_long.weight")) c.rope_freq_factors_long = tensor_as_floats(g, *t);
   c.rope_attn_factor = float(g.get_float(a + "rope.scaling.attn_factor", 1.0));
   c.rope_original_context = to_u32(g, a + "rope.scaling.original_context_length",
                                    g.get_uint(a + "rope.scaling.original_context_length", 0));
@@ -103,7 +109,7 @@ ModelConfig config_from_gguf(const GgufFile& g) {
     if (id >= 0 && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
       c.eos_token_ids.push_back(int32_t(id));
   }
-  if (const TensorView* t = g.find("token_embd.weight")) c.vocab_size = uint32_t(t->rows());
+  if (const TensorView* t = find("token_embd.weight")) c.vocab_size = uint32_t(t->rows());
   return c;
 }
 

@@ -2,7 +2,9 @@
 // tensor's shape and type against the config, so the engine can trust what it is handed.
 #include "model/model_file.h"
 
+#include <cstdio>
 #include <filesystem>
+#include <regex>
 
 #include "model/model_error.h"
 
@@ -124,6 +126,38 @@ void check_tensors(const ModelFile& m) {
   }
 }
 
+
+// A split GGUF (split.count > 1): the parts are NAME-%05d-of-%05d.gguf, numbered from 1; the first
+// holds the metadata. Opened from another part, the model is reopened from the first.
+void open_split_parts(ModelFile& m) {
+  const uint64_t count = m.gguf->get_uint("split.count");
+  static const std::regex re(R"(^(.*)-(\d{5})-of-(\d{5})\.gguf$)");
+  std::smatch match;
+  const std::string given = m.gguf->path();
+  if (!std::regex_match(given, match, re) || std::stoull(match[3].str()) != count)
+    throw ModelError(given + ": part of a GGUF split into " + std::to_string(count) +
+                     " files, but its name is not NAME-0000K-of-" + std::to_string(100000 + count).substr(1) +
+                     ".gguf, so the other parts cannot be found");
+  auto part_path = [&](uint64_t k) {
+    char tail[40];
+    std::snprintf(tail, sizeof tail, "-%05llu-of-%05llu.gguf", (unsigned long long)k, (unsigned long long)count);
+    return match[1].str() + tail;
+  };
+  if (m.gguf->get_uint("split.no", 0) != 0) {  // not the first: start from the first
+    m.path = part_path(1);
+    if (!fs::exists(m.path)) throw ModelError(given + ": its first part " + m.path + " is missing");
+    m.gguf = GgufFile::open(m.path);
+  }
+  for (uint64_t k = 2; k <= count; k++) {
+    const std::string p = part_path(k);
+    if (!fs::exists(p))
+      throw ModelError(m.path + ": part " + std::to_string(k) + " of " + std::to_string(count) + " is missing: " + p);
+    auto part = GgufFile::open(p);
+    if (part->get_uint("split.count", 1) != count || part->get_uint("split.no", 0) != k - 1)
+      throw ModelError(p + ": split.count / split.no say it is not part " + std::to_string(k) + " of " + std::to_string(count));
+    m.gguf_parts.push_back(std::move(part));
+  }
+}
 }  // namespace
 
 const char* supported_architectures() { return "llama, qwen2, qwen3, phi3"; }
@@ -168,8 +202,16 @@ std::unique_ptr<ModelFile> open_model(const std::string& path) {
     }
   } else {
     m->gguf = GgufFile::open(path);
-    m->config = config_from_gguf(*m->gguf);
+    if (m->gguf->get_uint("split.count", 1) > 1) open_split_parts(*m);
     for (const TensorView& t : m->gguf->tensors()) m->tensors[t.name] = t;
+    for (const auto& part : m->gguf_parts)
+      for (const TensorView& t : part->tensors())
+        if (!m->tensors.emplace(t.name, t).second)
+          throw ModelError(part->path() + ": tensor '" + t.name + "' is also in another part");
+    if (const GgufValue* n = m->gguf->find_value("split.tensors.count"); n && (uint64_t)n->integer != m->tensors.size())
+      throw ModelError(m->path + ": the parts hold " + std::to_string(m->tensors.size()) + " tensors, split.tensors.count says " +
+                       std::to_string(n->integer));
+    m->config = config_from_gguf(*m->gguf, &m->tensors);
   }
   check_config(*m);
   split_fused(*m);

@@ -28,6 +28,7 @@ struct ModelFile {
   std::string path;
   std::map<std::string, TensorView> tensors;     // canonical GGUF names
   std::unique_ptr<GgufFile> gguf;                // set when the source is GGUF (tokenizer metadata lives there)
+  std::vector<std::unique_ptr<GgufFile>> gguf_parts;  // a split GGUF's parts after the first (tensors only)
   std::unique_ptr<SafetensorsDir> safetensors;   // set when the source is an HF directory
   std::vector<std::vector<uint8_t>> requantized; // weights re-encoded on load (quantize_weights): views point here
 
@@ -41,7 +42,9 @@ struct ModelFile {
 std::string layer_tensor(uint32_t layer, const char* role, const char* suffix = "weight");
 
 // Opens a .gguf file or an HF directory, fills the config, maps names, splits fused tensors and
-// validates every tensor's shape and type against the config. Throws ModelError.
+// validates every tensor's shape and type against the config. Throws ModelError. A GGUF split into
+// NAME-0000K-of-0000N.gguf parts (llama.cpp's gguf-split) opens from any of them: path becomes
+// the first part's, which holds the metadata, and every part must be there.
 std::unique_ptr<ModelFile> open_model(const std::string& path);
 
 // Comma-separated list of the architectures open_model accepts: "llama, qwen2, qwen3, phi3".
@@ -50,7 +53,8 @@ const char* supported_architectures();
 Arch parse_arch(const std::string& name, const std::string& source);
 
 // Internal steps of open_model, exposed for tests and the converter.
-ModelConfig config_from_gguf(const GgufFile& gguf);                 // gguf_config.cpp
+// gguf_config.cpp; `tensors`: every tensor of a split file (null: the file's own)
+ModelConfig config_from_gguf(const GgufFile& gguf, const std::map<std::string, TensorView>* tensors = nullptr);
 // st, when given, decides tie_word_embeddings if config.json omits it (tied iff no lm_head).
 ModelConfig config_from_hf(const std::string& dir, const SafetensorsDir* st = nullptr);  // hf_config.cpp
 // HF tensor names -> canonical names (fused Phi-3 tensors keep the name attn_qkv / ffn_gate_up).
