@@ -61,6 +61,11 @@ Scheduler::Load Scheduler::load() const {
   return {n_active_, (uint32_t)queue_.size(), (uint32_t)slots_.size(), pages_free_, pool_.total()};
 }
 
+Scheduler::Totals Scheduler::totals() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return totals_;
+}
+
 static size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] == b[n]) n++;
@@ -127,6 +132,16 @@ void Scheduler::finish(Slot& s, Finish f, const std::string& error) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     n_active_--;
+    const GenerateStats& st = s.result.stats;
+    totals_.requests++;
+    totals_.failed += f == Finish::Error;
+    totals_.cancelled += f == Finish::Cancelled;
+    totals_.embeddings += r->embed != Pooling::Unset && f == Finish::Stopped;
+    totals_.prompt_tokens += st.n_prompt;
+    totals_.prompt_computed += st.n_prefilled;
+    totals_.generated += st.n_generated;
+    totals_.prefill_ms += st.ttft_ms;
+    totals_.decode_ms += st.decode_ms;
   }
   // A cancelled client's pages go back at once; an errored cache is not trusted; a finished one
   // stays for the next request of the same conversation.

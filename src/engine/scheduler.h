@@ -59,6 +59,14 @@ class Scheduler {
   struct Load { uint32_t active, queued, slots, pages_free, pages_total; };
   Load load() const;
 
+  // What the requests that ended did, since the start (GET /metrics).
+  struct Totals {
+    uint64_t requests = 0, failed = 0, cancelled = 0, embeddings = 0;
+    uint64_t prompt_tokens = 0, prompt_computed = 0, generated = 0;  // computed: not reused from a cache
+    double prefill_ms = 0, decode_ms = 0;
+  };
+  Totals totals() const;
+
  private:
   struct Slot;
   void run();
@@ -75,6 +83,7 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<SeqRequest>> queue_;
   uint32_t n_active_ = 0;
+  Totals totals_;  // under mu_
   std::atomic<uint32_t> pages_free_{0};
   bool quit_ = false;
   std::thread worker_;

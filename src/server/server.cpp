@@ -40,7 +40,7 @@ const std::set<std::string> kRoutes = {"/health", "/v1/models", "/models", "/v1/
                                        "/v1/completions", "/completions", "/v1/embeddings", "/embeddings",
                                        "/tokenize", "/detokenize", "/apply-template", "/api/chat", "/api/generate",
                                        "/api/embed", "/api/embeddings", "/api/tags", "/api/ps", "/api/show",
-                                       "/api/version"};
+                                       "/api/version", "/metrics"};
 
 int64_t now_s() { return (int64_t)std::time(nullptr); }
 
@@ -88,7 +88,7 @@ void Server::routes() {
     // The page and /health are public (a browser cannot send a Bearer header to load a page; the
     // page asks for the key and sends it with its API calls).
     const bool is_public = req.path == "/health" || (req.method == "GET" && req.path.rfind("/v1", 0) != 0 && req.path.rfind("/api/", 0) != 0 &&
-                                                     req.path != "/models" && req.path != "/props");
+                                                     req.path != "/models" && req.path != "/props" && req.path != "/metrics");
     if (req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
     // A body announced far over the limit is refused before it is read: httplib would read and
     // discard all of it, holding a thread while a client that never sends it waits. Bodies a little
@@ -149,6 +149,31 @@ void Server::routes() {
     Scheduler::Load l = sched_.load();
     send_json(res, 200, {{"status", "ok"}, {"slots_busy", l.active}, {"slots", l.slots}, {"queued", l.queued},
                          {"kv_pages_free", l.pages_free}, {"kv_pages", l.pages_total}});
+  });
+  // Prometheus' text format, as llama-server's --metrics gives (names prefixed ztvm_).
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    const Scheduler::Totals t = sched_.totals();
+    const Scheduler::Load l = sched_.load();
+    std::string out;
+    auto metric = [&](const char* name, const char* type, const char* help, double v) {
+      char num[64];
+      std::snprintf(num, sizeof num, "%.17g", v);
+      out += std::string("# HELP ztvm_") + name + " " + help + "\n# TYPE ztvm_" + name + " " + type + "\nztvm_" + name + " " + num + "\n";
+    };
+    metric("requests_total", "counter", "Requests that ended (generations and embeddings).", (double)t.requests);
+    metric("requests_failed_total", "counter", "Requests that ended in an error.", (double)t.failed);
+    metric("requests_cancelled_total", "counter", "Requests whose client went away.", (double)t.cancelled);
+    metric("embeddings_total", "counter", "Embedding inputs computed.", (double)t.embeddings);
+    metric("prompt_tokens_total", "counter", "Prompt tokens of ended requests, reused from a cache or not.", (double)t.prompt_tokens);
+    metric("prompt_tokens_computed_total", "counter", "Prompt tokens computed (not reused from a cache).", (double)t.prompt_computed);
+    metric("tokens_predicted_total", "counter", "Tokens generated.", (double)t.generated);
+    metric("prompt_seconds_total", "counter", "Time to first token, summed.", t.prefill_ms / 1000);
+    metric("decode_seconds_total", "counter", "Time from first to last token, summed.", t.decode_ms / 1000);
+    metric("requests_processing", "gauge", "Requests holding a slot.", l.active);
+    metric("requests_queued", "gauge", "Requests waiting for a slot.", l.queued);
+    metric("kv_cache_usage_ratio", "gauge", "Share of KV cache pages in use or kept for reuse.",
+           l.pages_total ? 1.0 - (double)l.pages_free / l.pages_total : 0.0);
+    res.set_content(out, "text/plain; version=0.0.4");
   });
   auto models = [this](const httplib::Request&, httplib::Response& res) {
     const ModelConfig& c = model_.config;
