@@ -66,11 +66,18 @@ void Generator::check_ids(const std::vector<int32_t>& ids) const {
 }
 
 std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
+  std::vector<float> out;
+  out.reserve((size_t)ids.size() * fwd_.config().vocab_size);
+  each_logits(ids, [&](uint32_t, const float* row) { out.insert(out.end(), row, row + fwd_.config().vocab_size); });
+  return out;
+}
+
+void Generator::each_logits(const std::vector<int32_t>& ids, const std::function<void(uint32_t, const float*)>& row) {
   check_ids(ids);
   gpu::Device& dev = fwd_.device();
   const uint32_t vocab = fwd_.config().vocab_size, chunk = fwd_.logits_rows();
-  std::vector<float> out;
-  out.reserve((size_t)ids.size() * vocab);
+  if (ids.size() > fwd_.max_context())
+    throw std::runtime_error(std::to_string(ids.size()) + " tokens exceed the context of " + std::to_string(fwd_.max_context()));
   cached_.clear();
   bind_pages((uint32_t)ids.size());
   for (size_t at = 0; at < ids.size(); at += chunk) {
@@ -79,12 +86,11 @@ std::vector<float> Generator::logits(const std::vector<int32_t>& ids) {
     gpu::Recorder rec(dev, "logits");
     fwd_.encode(rec, Head::AllLogits, (uint32_t)at, n);
     rec.submit();
-    std::vector<float> l = dev.read_as<float>(fwd_.logits(), (uint64_t)n * vocab);
-    out.insert(out.end(), l.begin(), l.end());
+    const std::vector<float> l = dev.read_as<float>(fwd_.logits(), (uint64_t)n * vocab);
+    for (uint32_t r = 0; r < n; r++) row((uint32_t)at + r, l.data() + (size_t)r * vocab);
     cached_.insert(cached_.end(), ids.begin() + at, ids.begin() + at + n);
   }
   dev.check();
-  return out;
 }
 
 std::vector<float> Generator::embedding(const std::vector<int32_t>& ids, Pooling pooling) {

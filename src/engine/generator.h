@@ -41,6 +41,9 @@ class Generator {
 
   // Logits [ids.size(), vocab] for every position (teacher forcing), from an empty cache.
   std::vector<float> logits(const std::vector<int32_t>& ids);
+  // The same, a position at a time: row(pos, logits of pos) as each pass's rows come back, so a long
+  // text is scored without holding [n, vocab] (echoed prompt logprobs).
+  void each_logits(const std::vector<int32_t>& ids, const std::function<void(uint32_t, const float*)>& row);
 
   // The embedding of `ids` (engine/embedding.h): their final states pooled and of unit length. Last-
   // token pooling reuses a cached prefix as generate() does; mean and cls read every pass from 0.

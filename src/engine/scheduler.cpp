@@ -156,6 +156,24 @@ bool Scheduler::step(Slot& s, bool alone) {
     finish(s, Finish::Cancelled);
     return false;
   }
+  if (r.score) {  // the whole prompt in this turn, each position's logits to on_logits
+    try {
+      auto t0 = Clock::now();
+      std::vector<float> row(fwd_.config().vocab_size);
+      s.gen.each_logits(s.tokens, [&](uint32_t pos, const float* logits) {
+        if (pos + 1 >= s.tokens.size() || !r.on_logits) return;
+        row.assign(logits, logits + row.size());
+        r.on_logits(row, s.tokens[pos + 1]);
+      });
+      s.result.stats.n_prompt = s.result.stats.n_prefilled = (uint32_t)s.tokens.size();
+      s.result.stats.ttft_ms = ms_between(t0, Clock::now());
+    } catch (const std::exception& e) {
+      finish(s, Finish::Error, e.what());
+      return false;
+    }
+    finish(s, Finish::Stopped);
+    return false;
+  }
   if (r.embed != Pooling::Unset) {  // the whole prompt in this turn, as a generation's prefill would be
     try {
       auto t0 = Clock::now();

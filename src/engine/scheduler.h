@@ -39,6 +39,9 @@ struct SeqRequest {
   LogitsTap on_logits;  // set: called on the worker thread with each step's logits and pick (logprobs)
   // Set: no generation; the prompt's embedding with this pooling, in SeqResult::embedding (one turn).
   Pooling embed = Pooling::Unset;
+  // Set: no generation; on_logits sees the prompt scored, each position's logits with the prompt's
+  // next token as the pick (one turn; echoed prompt logprobs).
+  bool score = false;
   // Called on the worker thread for every generated token; false ends the request (Finish::Stopped).
   std::function<bool(int32_t)> on_token;
   // Called once on the worker thread when the request ends, whatever the reason.

@@ -2,6 +2,8 @@
 
 #include "server/json_rule.h"
 
+#include <cmath>
+
 namespace ztvm::server {
 
 Job::Job(const Tokenizer& tok, const GenOptions& opts) : tok_(tok), dec_(tok), stops_(opts.stop) {}
@@ -74,6 +76,41 @@ bool Job::take(std::string& out, std::chrono::milliseconds timeout) {
   out += text_;
   text_.clear();
   return done_;
+}
+
+std::vector<TokenLogprob> Job::score_prompt(Scheduler& sched, const Tokenizer& tok, const std::vector<int32_t>& prompt,
+                                            int n_top) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    SeqResult result;
+    std::vector<TokenLogprob> lps;
+  };
+  auto sh = std::make_shared<Shared>();
+  auto r = std::make_shared<SeqRequest>();
+  r->prompt = prompt;
+  r->score = true;
+  r->on_token = [](int32_t) { return false; };
+  r->on_logits = [sh, n_top](const std::vector<float>& logits, int32_t next) {
+    sh->lps.push_back(token_logprob(logits, next, n_top));  // the worker alone writes it until done
+  };
+  r->on_done = [sh](const SeqResult& res) {
+    std::lock_guard<std::mutex> lk(sh->mu);
+    sh->result = res;
+    sh->done = true;
+    sh->cv.notify_all();
+  };
+  if (!sched.submit(r))
+    throw ApiError(503, "the server is busy: too many queued requests, retry later", "unavailable", "", "server_busy");
+  std::unique_lock<std::mutex> lk(sh->mu);
+  sh->cv.wait(lk, [&] { return sh->done; });
+  if (sh->result.finish != Finish::Stopped)
+    throw ApiError(500, "scoring the prompt failed: " + sh->result.error, "server_error");
+  std::vector<TokenLogprob> out;
+  if (!prompt.empty() && prompt[0] != tok.bos_id()) out.push_back(TokenLogprob{prompt[0], NAN, {}});
+  out.insert(out.end(), sh->lps.begin(), sh->lps.end());
+  return out;
 }
 
 void Job::take_logprobs(std::vector<TokenLogprob>& out) {

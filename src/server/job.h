@@ -25,6 +25,12 @@ class Job {
                                     uint32_t n_max, const GenOptions& opts,
                                     std::shared_ptr<const JsonSchema> json = nullptr);
 
+  // The log probability of each prompt token after the first given the ones before it (a first token
+  // other than BOS gets a NaN entry: nothing predicts it); BOS itself is left out, as it is not text.
+  // A pass over the prompt through the scheduler, before any generation. ApiError 503 / 500.
+  static std::vector<TokenLogprob> score_prompt(Scheduler& sched, const Tokenizer& tok, const std::vector<int32_t>& prompt,
+                                                int n_top);
+
   // Waits up to `timeout` for new text or the end; moves the new text into `out`. True once ended
   // and everything was taken.
   bool take(std::string& out, std::chrono::milliseconds timeout);

@@ -81,7 +81,6 @@ GenOptions parse_gen_options(const json& b) {
   if (integer(b, "seed", INT64_MIN, INT64_MAX, i)) o.sampling.seed = (uint64_t)i;
   else o.sampling.seed = 0x5eed;  // fixed: without a seed, runs are still reproducible
   if (integer(b, "n", 1, 128, i) && i != 1) throw bad("n", "only n = 1 is supported");
-  bool flag = false;
   if (auto it = b.find("logprobs"); it != b.end() && !it->is_null()) {
     if (it->is_boolean()) {  // chat: logprobs true, top_logprobs 0..20
       if (it->get<bool>()) o.top_logprobs = 0;
@@ -95,7 +94,7 @@ GenOptions parse_gen_options(const json& b) {
   } else if (integer(b, "top_logprobs", 0, 20, i)) {
     throw bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   }
-  if (boolean(b, "echo", flag) && flag) throw bad("echo", "echo is not supported");
+  boolean(b, "echo", o.echo);
   boolean(b, "stream", o.stream);
   if (auto it = b.find("stream_options"); it != b.end() && !it->is_null()) {
     if (!it->is_object()) throw bad("stream_options", "'stream_options' must be an object");
@@ -233,10 +232,10 @@ json completion_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& 
   for (const TokenLogprob& t : lps) {
     const std::string& text = tok.token_text(t.id);
     tokens.push_back(text);
-    logprobs.push_back(t.logprob);
     json top = json::object();
     for (const auto& [id, lp] : t.top) top[tok.token_text(id)] = lp;
-    tops.push_back(top);
+    logprobs.push_back(std::isnan(t.logprob) ? json(nullptr) : json(t.logprob));
+    tops.push_back(std::isnan(t.logprob) ? json(nullptr) : top);
     offsets.push_back(at);
     at += text.size();
   }

@@ -35,6 +35,7 @@ struct GenOptions {
   // -1: no logprobs. 0..20: each generated token's log probability and this many of the most likely
   // alternatives (chat: logprobs true + top_logprobs; completions: logprobs N).
   int top_logprobs = -1;
+  bool echo = false;  // completions: the prompt before the reply (and its tokens' logprobs)
 };
 
 // One generated token's log probability (log-softmax of the model's logits, before sampling's
@@ -46,7 +47,8 @@ struct TokenLogprob {
 };
 TokenLogprob token_logprob(const std::vector<float>& logits, int32_t picked, int n_top);
 // The response fields: chat's {"content": [{token, logprob, bytes, top_logprobs}]}, and completions'
-// {"tokens", "token_logprobs", "top_logprobs", "text_offset"} (offsets counted from `offset0`).
+// {"tokens", "token_logprobs", "top_logprobs", "text_offset"} (offsets counted from `offset0`). An
+// entry with a NaN logprob (a text's first token, which nothing predicts) is answered with nulls.
 json chat_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps);
 json completion_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps, size_t offset0 = 0);
 

@@ -305,6 +305,7 @@ std::vector<int32_t> Server::encode_chat(const std::string& prompt) const {
 void Server::chat(const httplib::Request& req, httplib::Response& res) {
   json b = parse_body(req.body);
   GenOptions o = parse_gen_options(b);
+  if (o.echo) throw ApiError(400, "'echo' is for /v1/completions", "invalid_request_error", "echo");
   ChatPrompt cp = render_chat_prompt(b);
   respond(res, encode_chat(cp.prompt), o, &cp);
 }
@@ -318,8 +319,10 @@ void Server::complete(const httplib::Request& req, httplib::Response& res) {
   } catch (const std::invalid_argument& e) {
     throw field_error(e);
   }
-  respond(res, tok_.encode(completion_prompt(b), /*add_special=*/true, /*parse_special=*/true), o, nullptr,
-          json_rule_schema(format));
+  if (o.echo && o.stream) throw ApiError(400, "'echo' with 'stream' is not supported", "invalid_request_error", "echo");
+  const std::string prompt = completion_prompt(b);
+  respond(res, tok_.encode(prompt, /*add_special=*/true, /*parse_special=*/true), o, nullptr, json_rule_schema(format),
+          o.echo ? &prompt : nullptr);
 }
 
 namespace {
@@ -358,7 +361,7 @@ ApiError job_error(const Job& job) {
 }  // namespace
 
 void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const GenOptions& o, const ChatPrompt* cp,
-                     std::shared_ptr<const JsonSchema> json_rule) {
+                     std::shared_ptr<const JsonSchema> json_rule, const std::string* echo) {
   if (ids.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", cp ? "messages" : "prompt");
   if (ids.size() >= max_context_)
     throw ApiError(400, "the prompt is " + std::to_string(ids.size()) + " tokens but the context holds " +
@@ -366,6 +369,8 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
                    "invalid_request_error", cp ? "messages" : "prompt", "context_length_exceeded");
   const uint32_t room = max_context_ - (uint32_t)ids.size();
   const uint32_t n_max = o.max_tokens < 0 ? room : (uint32_t)std::min<int64_t>(o.max_tokens, room);
+  std::vector<TokenLogprob> echoed;  // the prompt's entries, before the reply's
+  if (echo && o.top_logprobs >= 0) echoed = Job::score_prompt(sched_, tok_, ids, o.top_logprobs);
   auto job = Job::start(sched_, tok_, std::move(ids), n_max, o, cp ? cp->json_output : std::move(json_rule));
   Reply r{cp != nullptr, random_id(cp ? "chatcmpl-" : "cmpl-"), opts_.model_name, now_s()};
 
@@ -388,10 +393,11 @@ void Server::respond(httplib::Response& res, std::vector<int32_t> ids, const Gen
       body["choices"] = json::array({{{"index", 0}, {"message", msg}, {"logprobs", nullptr}, {"finish_reason", finish}}});
     } else {
       body = r.envelope("text_completion");
-      body["choices"] = json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", job->finish_reason()}}});
+      body["choices"] = json::array({{{"index", 0}, {"text", echo ? *echo + text : text}, {"logprobs", nullptr},
+                                      {"finish_reason", job->finish_reason()}}});
     }
     if (o.top_logprobs >= 0) {
-      std::vector<TokenLogprob> lps;
+      std::vector<TokenLogprob> lps = std::move(echoed);
       job->take_logprobs(lps);
       body["choices"][0]["logprobs"] = cp ? chat_logprobs(tok_, lps) : completion_logprobs(tok_, lps);
     }

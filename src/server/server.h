@@ -58,8 +58,10 @@ class Server {
   std::vector<int32_t> encode_chat(const std::string& prompt) const;
   // Generates for `ids` and answers, streamed or whole; `chat` selects the response shape.
   // json_rule: for /v1/completions' response_format (a chat's is in ChatPrompt).
+  // echo: completions with `echo`, the prompt's text (the reply follows it, and with logprobs so do
+  // the prompt tokens' entries).
   void respond(httplib::Response& res, std::vector<int32_t> ids, const GenOptions& o, const ChatPrompt* chat,
-               std::shared_ptr<const JsonSchema> json_rule = nullptr);
+               std::shared_ptr<const JsonSchema> json_rule = nullptr, const std::string* echo = nullptr);
 
   void routes();
   // Ollama's API (server/ollama.cpp): its generate and chat through the same prompt and Job as ours.

@@ -72,6 +72,34 @@ describe('logprobs', () => {
     assert.deepEqual(offsets, lp.text_offset);
   });
 
+  it('echo: the prompt scored, then the reply; the reply scores as it was generated', async () => {
+    const only = await postJSON(`${server.url}/v1/completions`, { prompt: PROMPT, max_tokens: 0, echo: true, logprobs: 1 });
+    assert.equal(only.status, 200, only.text);
+    const p = only.json.choices[0];
+    assert.equal(p.text, PROMPT);
+    assert.equal(p.logprobs.tokens.join('').trim(), PROMPT);  // BOS is not text: left out
+    assert.ok(p.logprobs.token_logprobs.every((x) => x <= 0), JSON.stringify(p.logprobs.token_logprobs));
+    const gen = await postJSON(`${server.url}/v1/completions`, { prompt: PROMPT, max_tokens: 6, temperature: 0, logprobs: 1 });
+    const both = await postJSON(`${server.url}/v1/completions`, { prompt: PROMPT, max_tokens: 6, temperature: 0, logprobs: 1, echo: true });
+    const g = gen.json.choices[0], b = both.json.choices[0];
+    assert.equal(b.text, PROMPT + g.text);
+    assert.deepEqual(b.logprobs.tokens, [...p.logprobs.tokens, ...g.logprobs.tokens]);
+    // The prompt and its reply echoed as one prompt: the reply's tokens get the logprobs they were
+    // generated with (one pass over all positions against one-token passes: equal to 1e-3).
+    const again = await postJSON(`${server.url}/v1/completions`, { prompt: PROMPT + g.text, max_tokens: 0, echo: true, logprobs: 1 });
+    const a = again.json.choices[0].logprobs;
+    const n = g.logprobs.tokens.length;
+    assert.deepEqual(a.tokens.slice(-n), g.logprobs.tokens);
+    for (let i = 0; i < n; i++) {
+      const want = g.logprobs.token_logprobs[i], got = a.token_logprobs[a.token_logprobs.length - n + i];
+      assert.ok(Math.abs(got - want) < 1e-3, `token ${i}: ${got} vs ${want}`);
+    }
+    const bad1 = await postJSON(`${server.url}/v1/completions`, { prompt: PROMPT, echo: true, stream: true });
+    assertOpenAIError(bad1, 400);
+    const bad2 = await postJSON(`${server.url}/v1/chat/completions`, { messages: USER, echo: true });
+    assertOpenAIError(bad2, 400);
+  });
+
   it('bad values are 400s naming the field', async () => {
     const bad = async (body, param) => {
       const r = await postJSON(`${server.url}/v1/chat/completions`, { messages: USER, max_tokens: 2, ...body });
