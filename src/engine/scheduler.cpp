@@ -150,6 +150,20 @@ void Scheduler::finish(Slot& s, Finish f, const std::string& error) {
   r->on_done(s.result);
 }
 
+bool Scheduler::prompt_turn(Slot& s, const std::function<void()>& work) {
+  try {
+    const auto t0 = Clock::now();
+    work();
+    s.result.stats.n_prompt = s.result.stats.n_prefilled = (uint32_t)s.tokens.size();
+    s.result.stats.ttft_ms = ms_between(t0, Clock::now());
+  } catch (const std::exception& e) {
+    finish(s, Finish::Error, e.what());
+    return false;
+  }
+  finish(s, Finish::Stopped);
+  return false;
+}
+
 bool Scheduler::step(Slot& s, bool alone) {
   SeqRequest& r = *s.req;
   if (r.cancelled) {
@@ -157,36 +171,17 @@ bool Scheduler::step(Slot& s, bool alone) {
     return false;
   }
   if (r.score) {  // the whole prompt in this turn, each position's logits to on_logits
-    try {
-      auto t0 = Clock::now();
-      std::vector<float> row(fwd_.config().vocab_size);
+    std::vector<float> row(fwd_.config().vocab_size);
+    return prompt_turn(s, [&] {
       s.gen.each_logits(s.tokens, [&](uint32_t pos, const float* logits) {
         if (pos + 1 >= s.tokens.size() || !r.on_logits) return;
         row.assign(logits, logits + row.size());
         r.on_logits(row, s.tokens[pos + 1]);
       });
-      s.result.stats.n_prompt = s.result.stats.n_prefilled = (uint32_t)s.tokens.size();
-      s.result.stats.ttft_ms = ms_between(t0, Clock::now());
-    } catch (const std::exception& e) {
-      finish(s, Finish::Error, e.what());
-      return false;
-    }
-    finish(s, Finish::Stopped);
-    return false;
+    });
   }
-  if (r.embed != Pooling::Unset) {  // the whole prompt in this turn, as a generation's prefill would be
-    try {
-      auto t0 = Clock::now();
-      s.result.embedding = s.gen.embedding(s.tokens, r.embed);
-      s.result.stats.n_prompt = s.result.stats.n_prefilled = (uint32_t)s.tokens.size();
-      s.result.stats.ttft_ms = ms_between(t0, Clock::now());
-    } catch (const std::exception& e) {
-      finish(s, Finish::Error, e.what());
-      return false;
-    }
-    finish(s, Finish::Stopped);
-    return false;
-  }
+  if (r.embed != Pooling::Unset)  // the whole prompt in this turn, as a generation's prefill would be
+    return prompt_turn(s, [&] { s.result.embedding = s.gen.embedding(s.tokens, r.embed); });
   uint32_t n = std::min(alone ? burst_ * 8 : burst_, r.n_max - s.generated);
   if (n == 0) {
     finish(s, Finish::Length);

@@ -75,6 +75,7 @@ class Scheduler {
   void run();
   bool admit(std::shared_ptr<SeqRequest> r, std::vector<Slot*>& active);
   bool step(Slot& s, bool alone);      // one burst; false when the request has ended
+  bool prompt_turn(Slot& s, const std::function<void()>& work);  // a request that only reads its prompt: work, then end
   void finish(Slot& s, Finish f, const std::string& error = "");
   bool make_room(uint32_t pages, const Slot* keep);  // drop idle caches until `pages` pages are free
 
