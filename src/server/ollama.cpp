@@ -37,11 +37,19 @@ std::string now_rfc3339() {
   return buf;
 }
 
+// A true/false field: absent or null gives `dflt`, another type is a 400 naming it.
+bool flag(const json& in, const char* key, bool dflt) {
+  auto it = in.find(key);
+  if (it == in.end() || it->is_null()) return dflt;
+  if (!it->is_boolean()) throw ApiError(400, std::string("'") + key + "' must be true or false");
+  return it->get<bool>();
+}
+
 // Ollama's `options` and top-level fields as the OpenAI fields parse_gen_options reads.
 json translate_request(const json& in) {
   json b = json::object();
   if (in.contains("model")) b["model"] = in["model"];
-  b["stream"] = in.value("stream", true);  // Ollama streams unless told not to
+  b["stream"] = flag(in, "stream", true);  // Ollama streams unless told not to
   if (auto it = in.find("options"); it != in.end() && !it->is_null()) {
     if (!it->is_object()) throw ApiError(400, "'options' must be an object");
     for (const char* k : {"temperature", "top_p", "top_k", "min_p", "seed", "stop", "repeat_penalty",
@@ -107,7 +115,7 @@ void Server::ollama_generate(const httplib::Request& req, httplib::Response& res
   } else {
     if (!in.contains("prompt") || !in["prompt"].is_string()) throw ApiError(400, "'prompt' must be a string");
     const std::string prompt = in["prompt"].get<std::string>();
-    if (in.value("raw", false)) {
+    if (flag(in, "raw", false)) {
       ids = tok_.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
     } else {  // the model's template around one user turn, with `system` before it when given
       json msgs = json::array();
@@ -124,7 +132,7 @@ void Server::ollama_generate(const httplib::Request& req, httplib::Response& res
     throw ApiError(400, "the prompt is " + std::to_string(ids.size()) + " tokens but the context holds " + std::to_string(max_context_));
   const uint32_t room = max_context_ - (uint32_t)ids.size();
   const uint32_t n_max = o.max_tokens < 0 ? room : (uint32_t)std::min<int64_t>(o.max_tokens, room);
-  const bool templated = chat || !in.value("raw", false);
+  const bool templated = chat || !flag(in, "raw", false);
   std::shared_ptr<const JsonSchema> rule = cp.json_output;
   if (!templated && b.contains("response_format")) {  // raw prompts: the format as on /v1/completions
     const json& f = b["response_format"];

@@ -95,6 +95,11 @@ describe('Ollama API on the default model', () => {
       (e) => e.status_code === 400 && /messages/.test(e.error));
     await assert.rejects(ollama.chat({ model: name, messages: USER, stream: false, options: { temperature: 'hot' } }),
       (e) => e.status_code === 400 && /temperature/.test(e.error));
+    for (const body of [{ model: name, messages: USER, stream: 'no' }, { model: name, prompt: 'x', raw: 1 }]) {
+      const r = await postJSON(`${server.url}/api/${body.messages ? 'chat' : 'generate'}`, body);
+      assert.equal(r.status, 400, r.text);
+      assert.match(r.json.error, /must be true or false/);
+    }
     const bad = await postJSON(`${server.url}/api/generate`, { model: name });
     assert.equal(bad.status, 400);
     assert.equal(typeof bad.json.error, 'string');
