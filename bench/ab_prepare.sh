@@ -29,7 +29,7 @@ cp -L "$(ldd "$2/ztvm" | awk '/libutf8proc.so.2/ {print $3}')" "$A/libutf8proc.s
 for lib in libcpp-httplib.so.0.11 libbrotlidec.so.1 libbrotlienc.so.1 libbrotlicommon.so.1; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')" "$A/$lib"
 done
-for v in llama-bpe qwen2 phi-3; do cp "../shared/testdata/vocab/ggml-vocab-$v.gguf" "$A/vocab/"; done
+for v in llama-bpe qwen2 phi-3; do xz -dc "testdata/vocab/ggml-vocab-$v.gguf.xz" > "$A/vocab/ggml-vocab-$v.gguf"; done
 gzip -1 "$A"/*/ztvm "$A/libwebgpu_wrapper.so"  # ab_h200.sh unpacks them: four builds fit the carry
 tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 carry=$(du -cb "$A" .gl | tail -1 | cut -f1)

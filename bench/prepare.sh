@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 B=.cache/bench
 SRC=.cache/llamacpp/src           # llama.cpp as shipped in npm node-llama-cpp (tools/llamacpp/build.sh pins it)
-VOCAB=../shared/testdata/vocab
+VOCAB=testdata/vocab
 LIMIT=$(( 64 * 1024 * 1024 ))
 
 [ -x "$BUILD/ztvm" ] || { echo "prepare: no $BUILD/ztvm: build it first (cmake --build $BUILD --target ztvm)" >&2; exit 1; }
@@ -54,7 +54,7 @@ git -C "$SRC" archive --format=tar HEAD -- . ':!models' ':!docs' ':!media' ':!to
   ':!examples' ':!pocs' ':!.github' | xz -9 -T2 > "$B/llamacpp-src.tar.xz"
 
 mkdir -p "$B/vocab"
-for v in llama-bpe qwen2 phi-3; do cp "$VOCAB/ggml-vocab-$v.gguf" "$B/vocab/"; done
+for v in llama-bpe qwen2 phi-3; do xz -dc "$VOCAB/ggml-vocab-$v.gguf.xz" > "$B/vocab/ggml-vocab-$v.gguf"; done
 
 echo "ztvm $(cat "$B/ztvm-commit.txt"), llama.cpp $(cat "$B/llamacpp-commit.txt")"
 echo "libraries ztvm needs (Ubuntu 24.04 has libpcre2-8, libstdc++, libc; Dawn and libutf8proc are carried):"

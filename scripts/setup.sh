@@ -4,6 +4,7 @@
 #    OpenSSL's libcrypto) and libcurl (`ztvm pull` loads it at run time; its headers for the build)
 #  - the Vulkan loader and Mesa 25 lavapipe from bookworm-backports (Debian 12's Mesa 22.3 is rejected by Dawn)
 #  - the Vulkan and SPIRV-Tools headers for tools/shader-stats
+#  - clang with its sanitizer and libFuzzer runtimes (make test-asan, the fuzz targets in fuzz/)
 #  - the prebuilt Dawn (libwebgpu_wrapper.so) from npm bun-webgpu-linux-x64@0.1.7, integrity-checked, into third_party/dawn
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,8 @@ export DEBIAN_FRONTEND=noninteractive
 
 PKGS="build-essential cmake pkg-config git ca-certificates curl xz-utils \
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libssl-dev libcurl4-openssl-dev chromium \
-  libvulkan1 vulkan-tools libvulkan-dev spirv-tools"
+  libvulkan1 vulkan-tools libvulkan-dev spirv-tools \
+  clang libclang-rt-14-dev"
 
 # bookworm-backports, from the machine's own Debian mirror, for Mesa 25 (lavapipe).
 if [ ! -f /etc/apt/sources.list.d/backports.sources ]; then

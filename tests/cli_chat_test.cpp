@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kModel = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/stories260K/stories260K-f32.gguf";
+const std::string kModel = std::string(ZTVM_TESTDATA) + "/stories260K/stories260K-f32.gguf";
 
 struct Turn {
   uint32_t prefilled, prompt;

@@ -24,7 +24,7 @@ using test::run_ztvm;
 
 namespace {
 
-const std::string kShared = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/";
+const std::string kData = std::string(ZTVM_TESTDATA) + "/";
 
 // A model stand-in that returns the same logits row at every position.
 LogitsFn constant_logits(std::vector<float> row, std::vector<std::vector<int32_t>>* seen = nullptr) {
@@ -100,11 +100,11 @@ TEST(Perplexity, WindowsStartWithBosAndTileTheText) {
 }
 
 // Expected value from llama.cpp (its CPU build, same model and text, f32 weights):
-//   .cache/llamacpp/bin/llama-perplexity -m ../shared/testdata/stories260K/stories260K-f32.gguf
-//       -f ../shared/testdata/corpora/kjv.txt -c 128 --chunks 20 -t 1
+//   .cache/llamacpp/bin/llama-perplexity -m build/testdata/stories260K/stories260K-f32.gguf
+//       -f build/testdata/corpora/kjv.txt -c 128 --chunks 20 -t 1
 //   -> "Final estimate: PPL = 57.6936 +/- 5.29706"
 TEST(PerplexityCli, Stories260KMatchesLlamaCpp) {
-  CliRun r = run_ztvm("ppl -m " + kShared + "stories260K/stories260K-f32.gguf -f " + kShared +
+  CliRun r = run_ztvm("ppl -m " + kData + "stories260K/stories260K-f32.gguf -f " + kData +
                       "corpora/kjv.txt --ctx 128 --chunks 20");
   ASSERT_EQ(r.status, 0) << r.err;
   std::smatch m;
@@ -125,7 +125,7 @@ TEST(PerplexityCli, Stories260KMatchesLlamaCpp) {
 TEST(PerplexityCli, TooShortTextIsAnError) {
   fs::path tiny = fs::temp_directory_path() / ("ztvm_ppl_tiny_" + std::to_string(::getpid()) + ".txt");
   std::ofstream(tiny) << "In the beginning";
-  CliRun r = run_ztvm("ppl -m " + kShared + "stories260K/stories260K-f32.gguf -f " + tiny.string() + " --ctx 128");
+  CliRun r = run_ztvm("ppl -m " + kData + "stories260K/stories260K-f32.gguf -f " + tiny.string() + " --ctx 128");
   fs::remove(tiny);
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(r.out.empty()) << r.out;

@@ -23,7 +23,7 @@ using ztvm::test::run_ztvm;
 namespace {
 
 const std::string kSrc = ZTVM_SOURCE_DIR;
-const std::string kStories = kSrc + "/../shared/testdata/stories260K/";
+const std::string kStories = std::string(ZTVM_TESTDATA) + "/stories260K/";
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

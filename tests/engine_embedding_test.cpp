@@ -19,7 +19,7 @@ using test::device;
 
 namespace {
 
-const std::string kDir = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/stories260K/";
+const std::string kDir = std::string(ZTVM_TESTDATA) + "/stories260K/";
 
 // BOS and 16 arbitrary ids of the 512-token vocabulary: with chunks of 8 the last pass has one token.
 const std::vector<int32_t> kIds = {1, 403, 407, 261, 378, 429, 300, 275, 266, 45, 263, 289, 346, 45, 69, 270, 300};

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kModels = std::string(ZTVM_SOURCE_DIR) + "/tests/fixtures/models/";
-const std::string kVocab = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/stories260K/stories260K-f32.gguf";
+const std::string kVocab = std::string(ZTVM_TESTDATA) + "/stories260K/stories260K-f32.gguf";
 
 std::vector<int32_t> read_ids(const std::string& path) {
   std::ifstream f(path);

@@ -21,7 +21,7 @@ using test::nmse;
 
 namespace {
 
-const std::string kDir = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/stories260K/";
+const std::string kDir = std::string(ZTVM_TESTDATA) + "/stories260K/";
 
 // BOS and 15 arbitrary ids of the 512-token vocabulary (no tokenizer involved).
 const std::vector<int32_t> kIds = {1, 403, 407, 261, 378, 429, 300, 275, 266, 45, 263, 289, 346, 45, 69, 270};

@@ -14,7 +14,7 @@ using test::device;
 
 namespace {
 
-const std::string kModel = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/stories260K/stories260K-f32.gguf";
+const std::string kModel = std::string(ZTVM_TESTDATA) + "/stories260K/stories260K-f32.gguf";
 
 std::vector<int32_t> prompt(int seed, size_t n) {
   std::vector<int32_t> p = {1};

@@ -29,7 +29,7 @@ using namespace ztvm::hub;
 
 namespace {
 
-const std::string kStories = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/stories260K/";
+const std::string kStories = std::string(ZTVM_TESTDATA) + "/stories260K/";
 const std::string kGqa = std::string(ZTVM_SOURCE_DIR) + "/tests/fixtures/models/llama-gqa-f16/";
 
 std::string slurp(const std::string& path) {

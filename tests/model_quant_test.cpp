@@ -14,7 +14,7 @@ using namespace ztvm;
 
 namespace {
 
-const std::string kStories = ZTVM_SOURCE_DIR "/../shared/testdata/stories260K/";
+const std::string kStories = ZTVM_TESTDATA "/stories260K/";
 const std::string kReference = ZTVM_SOURCE_DIR "/tests/model_data/quant_reference.gguf";
 
 std::vector<float> dequant(const TensorView& t) {

@@ -21,8 +21,8 @@ namespace ztvm::test {
 
 namespace fs = std::filesystem;
 
-inline const std::string kStories = ZTVM_SOURCE_DIR "/../shared/testdata/stories260K/";
-inline const std::string kVocab = ZTVM_SOURCE_DIR "/../shared/testdata/vocab/";
+inline const std::string kStories = ZTVM_TESTDATA "/stories260K/";
+inline const std::string kVocab = ZTVM_TESTDATA "/vocab/";
 
 // Expects fn to throw a ModelError whose message holds every word in `words`, on one line.
 template <typename Fn>

@@ -18,7 +18,7 @@ using test::device;
 
 namespace {
 
-const std::string kModel = std::string(ZTVM_SOURCE_DIR) + "/../shared/testdata/stories260K/stories260K-f32.gguf";
+const std::string kModel = std::string(ZTVM_TESTDATA) + "/stories260K/stories260K-f32.gguf";
 
 struct Everything : TokenConstraint {
   int accepted = 0;

@@ -18,7 +18,7 @@ using ztvm::ChatTemplate;
 
 namespace {
 
-const std::string kTemplates = ZTVM_SOURCE_DIR "/../shared/testdata/chat-templates/";
+const std::string kTemplates = ZTVM_TESTDATA "/chat-templates/";
 
 std::string read_template(const std::string& name) {
   std::ifstream in(kTemplates + name, std::ios::binary);

@@ -1,7 +1,7 @@
 // Jinja interpreter and chat templates. Three layers:
 //  1. small semantics checks, each the documented Jinja2 / Python result (the whitespace cases are
 //     the examples from Jinja's "Whitespace Control" docs);
-//  2. every real template in shared/testdata/chat-templates parses and renders;
+//  2. every real template in testdata/chat-templates parses and renders;
 //  3. every render in tests/fixtures/chat/expected (made by transformers with
 //     tools/make_template_renders.py) is reproduced byte for byte, and errors where it errored.
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@ using namespace ztvm;
 
 namespace {
 
-const std::string kTemplates = ZTVM_SOURCE_DIR "/../shared/testdata/chat-templates";
+const std::string kTemplates = ZTVM_TESTDATA "/chat-templates";
 const std::string kChat = ZTVM_SOURCE_DIR "/tests/fixtures/chat";
 
 std::string read_file(const std::string& path) {

@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 const std::string kRepo = ZTVM_SOURCE_DIR;
-const std::string kData = kRepo + "/../shared/testdata";
+const std::string kData = std::string(ZTVM_TESTDATA);
 
 struct HfCase {
   std::string text, decoded;

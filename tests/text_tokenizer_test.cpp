@@ -1,5 +1,5 @@
 // Tokenizer against outside references:
-//  - llama.cpp's vocabulary test vectors (shared/testdata/vocab: gpt-2, llama-bpe, llama-spm, phi-3,
+//  - llama.cpp's vocabulary test vectors (testdata/vocab: gpt-2, llama-bpe, llama-spm, phi-3,
 //    qwen2, qwen35), from the GGUF files and, where the same vocabulary exists as tokenizer.json, from
 //    that too;
 //  - llama2.c's tokenizer.bin files, encoded with llama2.c's own greedy merge rule, against the GGUF
@@ -20,7 +20,7 @@
 namespace ztvm {
 namespace {
 
-const std::string kData = ZTVM_SOURCE_DIR "/../shared/testdata";
+const std::string kData = ZTVM_TESTDATA;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

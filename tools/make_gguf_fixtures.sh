@@ -28,7 +28,7 @@ models=${2:-$repo/tests/fixtures/models}
 out=${3:-$repo/tests/fixtures/gguf}
 types=${TYPES:-F32 F16 Q8_0 Q4_0 Q4_K}
 keep=${KEEP_GGUF:-1}
-vocab="$repo/../shared/testdata/stories260K/stories260K-f32.gguf"
+vocab="$repo/testdata/stories260K/stories260K-f32.gguf"
 dump="$repo/.cache/llamacpp/bin/dump_logits"
 
 [[ -x "$ztvm" ]] || { echo "make_gguf_fixtures: $ztvm is not an executable" >&2; exit 1; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Expected chat-template renders, made by transformers' own chat-template code.
 
-For every template in shared/testdata/chat-templates/*.jinja and every conversation in
+For every template in testdata/chat-templates/*.jinja and every conversation in
 tests/fixtures/chat/conversations/*.json, renders with add_generation_prompt true and false through
 transformers.utils.chat_template_utils (the code apply_chat_template runs, with no tokenizer
 needed) and writes
@@ -41,9 +41,7 @@ BASE_VARS = {"bos_token": "<s>", "eos_token": "</s>", "date_string": "26 Jul 202
 
 def find_templates_dir(explicit):
     candidates = [explicit] if explicit else [
-        os.path.join(REPO, "..", "shared", "testdata", "chat-templates"),
-        os.path.join(REPO, "shared", "testdata", "chat-templates"),
-        os.path.join(REPO, ".cache", "chat-templates"),
+        os.path.join(REPO, "testdata", "chat-templates"),
     ]
     for c in candidates:
         if c and os.path.isdir(c) and glob.glob(os.path.join(c, "*.jinja")):

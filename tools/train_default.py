@@ -6,7 +6,7 @@ Run on the GPU machine (PyTorch + transformers, no network):
     python3 tools/train_default.py --ids kjv_ids.u16 --out /tmp/default-hf [--seconds 150]
 
 --ids is the corpus tokenized with the Llama 2 SentencePiece vocabulary by our own tokenizer
-(`ztvm tokenize -m ../shared/testdata/vocab/ggml-vocab-llama-spm.gguf -f kjv.txt`, as little-endian
+(`ztvm tokenize -m build/testdata/vocab/ggml-vocab-llama-spm.gguf -f kjv.txt`, as little-endian
 uint16). The last 5% of the tokens are held out: training keeps the checkpoint with the lowest
 held-out loss (the corpus is small, so the model starts memorising quickly). The output is a
 Hugging Face directory; `ztvm convert OUT -o default.gguf --type Q8_0 --vocab ggml-vocab-llama-spm.gguf`

@@ -1,6 +1,6 @@
 // ztvm tokenize: text -> token ids with a model's tokenizer, one line of space-separated ids.
 // Defaults follow the tokenizer test vectors: no BOS/EOS, special-token text left as text.
-// --bench times encoding a file (e.g. ../shared/testdata/corpora/kjv.txt) and prints MB/s.
+// --bench times encoding a file (e.g. build/testdata/corpora/kjv.txt) and prints MB/s.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -72,7 +72,7 @@ int run_tokenize(int argc, char** argv) {
   double load_s = seconds_since(t0);
   if (!file.empty()) text = read_file(file);
   if (bench) {
-    if (file.empty()) throw ModelError("--bench needs -f FILE (e.g. ../shared/testdata/corpora/kjv.txt)");
+    if (file.empty()) throw ModelError("--bench needs -f FILE (e.g. build/testdata/corpora/kjv.txt)");
     run_bench(*tok, text, load_s);
     return 0;
   }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "engine/embedding.h"
+#include "server/chat_prompt.h"
 #include "server/embeddings.h"
 #include "server/job.h"
 #include "server/openai.h"
@@ -232,74 +233,10 @@ void Server::routes() {
   }
 }
 
-// std::invalid_argument "FIELD: problem" from the tool validators -> a 400 naming the field.
-static ApiError field_error(const std::invalid_argument& e) {
-  std::string msg = e.what();
-  return ApiError(400, msg, "invalid_request_error", msg.substr(0, msg.find(':')));
-}
-
-// What a validated response_format holds the reply to: nothing (text), any object, or a schema.
-static std::shared_ptr<const JsonSchema> json_rule_schema(const json& format) {
-  const std::string type = format.is_object() ? format.value("type", "text") : "text";
-  if (type == "json_object") return std::make_shared<JsonSchema>();
-  if (type != "json_schema") return nullptr;
-  try {
-    return std::make_shared<JsonSchema>(JsonSchema::compile(nlohmann::json(format["json_schema"]["schema"])));
-  } catch (const std::invalid_argument& e) {
-    throw field_error(e);
-  }
-}
-
-Server::ChatPrompt Server::render_chat_prompt(const json& b) const {
-  if (!b.contains("messages")) throw ApiError(400, "'messages' is required", "invalid_request_error", "messages");
-  json messages = normalize_messages(b["messages"]);
-  const json tools = b.contains("tools") ? b["tools"] : json(), choice = b.contains("tool_choice") ? b["tool_choice"] : json();
-  const json format = b.contains("response_format") ? b["response_format"] : json();
-  try {
-    validate_tools(nlohmann::json(tools));
-    validate_tool_choice(nlohmann::json(choice), nlohmann::json(tools));
-    validate_response_format(nlohmann::json(format));
-  } catch (const std::invalid_argument& e) {
-    throw field_error(e);
-  }
-  ChatPrompt cp;
-  cp.format = detect_tool_format(tmpl_->source());
-  ToolPrompt tp = prepare_tool_prompt(cp.format, messages, tools, choice);
-  cp.tools_enabled = tp.parse_tool_calls;
-  cp.reply.tools = tools;
-  // A JSON response format is asked for in the system message (the schema is not enforced), and the
-  // reply is kept to JSON syntax token by token (JsonRule) unless tools may be called instead.
-  if (!cp.tools_enabled) cp.json_output = json_rule_schema(format);
-  if (std::string ask = response_format_instruction(nlohmann::json(format)); !ask.empty()) {
-    json& msgs = tp.messages;
-    if (!msgs.empty() && msgs[0].value("role", "") == "system")
-      msgs[0]["content"] = msgs[0]["content"].get<std::string>() + "\n\n" + ask;
-    else
-      msgs.insert(msgs.begin(), json{{"role", "system"}, {"content", ask}});
-  }
-  ChatOptions opts;
-  opts.tools = tp.tools;
-  opts.bos_token = tmpl_src_.bos_token;
-  opts.eos_token = tmpl_src_.eos_token;
-  if (auto kw = b.find("chat_template_kwargs"); kw != b.end() && kw->is_object()) {
-    for (auto& [k, v] : kw->items()) opts.vars[k] = v;
-    if (kw->contains("enable_thinking") && (*kw)["enable_thinking"].is_boolean()) opts.enable_thinking = (*kw)["enable_thinking"].get<bool>();
-  }
-  try {
-    cp.prompt = tmpl_->render(tp.messages, opts);
-  } catch (const jinja::RaisedError& e) {
-    // The template itself refuses the conversation (e.g. roles that do not alternate).
-    throw ApiError(400, std::string("the chat template rejected the messages: ") + e.what(), "invalid_request_error", "messages");
-  }
-  cp.reply.in_reasoning = !cp.json_output && prompt_opens_reasoning(cp.prompt);  // JSON leaves no room to think
-  return cp;
-}
+ChatPrompt Server::render_chat_prompt(const json& b) const { return server::render_chat_prompt(b, *tmpl_, tmpl_src_); }
 
 std::vector<int32_t> Server::encode_chat(const std::string& prompt) const {
-  // Templates that write the BOS text themselves must not get a second BOS from the tokenizer.
-  const auto& bos = tmpl_src_.bos_token;
-  const bool has_bos = bos && !bos->empty() && prompt.rfind(*bos, 0) == 0;
-  return tok_.encode(prompt, /*add_special=*/!has_bos, /*parse_special=*/true);
+  return server::encode_chat(tok_, tmpl_src_, prompt);
 }
 
 void Server::chat(const httplib::Request& req, httplib::Response& res) {

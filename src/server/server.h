@@ -10,6 +10,7 @@
 #include "model/model_file.h"
 #include "text/chat_template.h"
 #include "text/json_schema.h"
+#include "server/chat_prompt.h"
 #include "server/openai.h"
 #include "server/tool_calls.h"
 #include "text/tokenizer.h"
@@ -46,14 +47,6 @@ class Server {
   void stop();  // callable from any thread
 
  private:
-  // A chat request's prompt text and how to read the reply.
-  struct ChatPrompt {
-    std::string prompt;
-    ToolFormat format = ToolFormat::kHermes;
-    bool tools_enabled = false;
-    std::shared_ptr<const JsonSchema> json_output;  // response_format json_object / json_schema: tokens kept to it
-    ReplyOptions reply;
-  };
   ChatPrompt render_chat_prompt(const json& body) const;
   std::vector<int32_t> encode_chat(const std::string& prompt) const;
   // Generates for `ids` and answers, streamed or whole; `chat` selects the response shape.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes llama.cpp's reference outputs for the stories260K GGUFs in
-# ../shared/testdata/stories260K into tests/fixtures/stories260K/:
+# testdata/stories260K into tests/fixtures/stories260K/:
 #   ids.txt              the evaluated sequence: BOS + "Once upon a time"
 #                        (llama.cpp's tokenizer) + the first 25 ids of the
 #                        f32 greedy continuation = 30 ids
@@ -15,7 +15,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 dump="$repo/.cache/llamacpp/bin/dump_logits"
-data="$repo/../shared/testdata/stories260K"
+data="$repo/testdata/stories260K"
 out="$repo/tests/fixtures/stories260K"
 prompt="Once upon a time"
 mkdir -p "$out"

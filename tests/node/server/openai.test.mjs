@@ -10,7 +10,8 @@ import { startServer } from './harness.mjs';
 import { postJSON, healthStatus, manyWords } from './util.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const QWEN3_TEMPLATE = path.resolve(here, '../../../../shared/testdata/chat-templates/Qwen-Qwen3-0.6B.jinja');
+const QWEN3_TEMPLATE = path.join(process.env.ZTVM_TESTDATA ?? path.resolve(here, '../../../testdata'),
+  'chat-templates/Qwen-Qwen3-0.6B.jinja');
 
 // No retries: a retried 5xx would hide a server bug.
 const client = (url, apiKey = 'unused') => new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0, timeout: 120000 });
