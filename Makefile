@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 SETUP_STAMP := $(BUILD)/.setup-done
 
-.PHONY: all setup configure build run test test-full asan-configure fuzz fuzz-smoke test-asan clean
+.PHONY: all setup configure build run test test-full soak asan-configure fuzz fuzz-smoke test-asan clean
 
 all: build
 
@@ -36,6 +36,12 @@ test: build fuzz
 # Every shape and variant of the kernel sweeps too.
 test-full: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# 32 clients for SOAK_SECONDS against one server: no 5xx, flat RSS, every text equal to its solo
+# answer (tests/node/server/soak.mjs). Not part of `make test`: it runs for minutes.
+SOAK_SECONDS ?= 600
+soak: build
+	ZTVM_BIN=$(BUILD)/ztvm SOAK_SECONDS=$(SOAK_SECONDS) node tests/node/server/soak.mjs
 
 # The sanitizer build (clang, ASan + UBSan; cmake/sanitize.cmake) and the fuzz targets in it (fuzz/).
 ASAN_BUILD ?= build-asan

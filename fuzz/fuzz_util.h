@@ -49,7 +49,11 @@ inline std::filesystem::path scratch_dir() {
   return dir;
 }
 
-// The data folder of the build that made the target: cmake/testdata.cmake stages it there.
-inline std::string testdata(const std::string& rel) { return std::string(ZTVM_TESTDATA) + "/" + rel; }
+// The data folder of the build that made the target (cmake/testdata.cmake stages it there), or
+// $ZTVM_TESTDATA where the binary runs elsewhere (a long campaign on another machine).
+inline std::string testdata(const std::string& rel) {
+  const char* env = std::getenv("ZTVM_TESTDATA");
+  return std::string(env && *env ? env : ZTVM_TESTDATA) + "/" + rel;
+}
 
 }  // namespace ztvm::fuzz

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +63,7 @@ int run_serve(int argc, char** argv) {
   if (so.model_name.empty()) so.model_name = std::filesystem::path(e.model->path).filename().string();
 
   Scheduler sched(*e.forward, parallel, so.max_queue);
+  if (const char* n = std::getenv("ZTVM_FAULT_LOSE_DEVICE_AFTER")) sched.lose_device_after(std::strtoull(n, nullptr, 10));
   server::Server srv(so, *e.model, *tok, mt, sched, ctx);
   std::fprintf(stderr, "ztvm serve: %u parallel, KV cache %u tokens, queue %u; chat page at /\n", parallel,
                e.forward->kv_pages() * Forward::kPage, so.max_queue);
@@ -72,8 +74,15 @@ int run_serve(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the server
+  // Stops the server on a signal, or when the GPU is lost: then no request can succeed again, so the
+  // clients get their 503s, and the process exits non-zero for its supervisor to restart it.
+  std::string lost;
   std::thread watcher([&] {
-    while (!g_quit) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (!g_quit && (lost = sched.device_lost()).empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!lost.empty()) {
+      std::fprintf(stderr, "ztvm serve: %s; answering 503 for 2 s, then exiting\n", lost.c_str());
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
     srv.stop();
   });
   try {
@@ -85,6 +94,10 @@ int run_serve(int argc, char** argv) {
   }
   g_quit = true;
   watcher.join();
+  if (!lost.empty()) {
+    std::fprintf(stderr, "ztvm serve: stopped: the GPU device was lost\n");
+    return 3;
+  }
   std::fprintf(stderr, "ztvm serve: stopped\n");
   return 0;
 }

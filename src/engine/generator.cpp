@@ -170,10 +170,12 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
   // flight; the host maps the oldest slot, hands its token out, and stops on request.
   struct InFlight { uint32_t slot; WGPUFuture map; };
   std::deque<InFlight> flight;
+  std::vector<uint32_t> map_status(ring_.size());  // a failed map (a lost device) has no range to read
   auto map_slot = [&](uint32_t slot) {
     WGPUBufferMapCallbackInfo mi{};
     mi.mode = WGPUCallbackMode_WaitAnyOnly;
-    mi.callback = [](uint32_t, WGPUStringView, void*, void*) {};
+    mi.userdata1 = &map_status[slot];
+    mi.callback = [](uint32_t status, WGPUStringView, void* st, void*) { *static_cast<uint32_t*>(st) = status; };
     flight.push_back({slot, wgpuBufferMapAsync(ring_[slot].get(), WGPUMapMode_Read, 0, 4, mi)});
   };
   map_slot(0);
@@ -208,6 +210,7 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
     dev.wait(f.map, "a generated token");
     st.wait_ms += ms_since(t_wait);
     dev.check();
+    if (map_status[f.slot] != WGPUMapAsyncStatus_Success) throw gpu::GpuError("reading a generated token failed");
     int32_t tok = *static_cast<const int32_t*>(wgpuBufferGetConstMappedRange(ring_[f.slot].get(), 0, 4));
     wgpuBufferUnmap(ring_[f.slot].get());
     if (stop) continue;  // drained: steps issued before the stop was known

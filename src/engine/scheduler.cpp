@@ -48,12 +48,31 @@ Scheduler::~Scheduler() {
 bool Scheduler::submit(std::shared_ptr<SeqRequest> r) {
   {
     std::lock_guard<std::mutex> lk(mu_);
+    if (!lost_.empty()) {
+      fail_lost(*r);
+      return true;
+    }
     if (queue_.size() >= max_queue_ || quit_) return false;
     r->submitted_ = Clock::now();
     queue_.push_back(std::move(r));
   }
   cv_.notify_all();
   return true;
+}
+
+std::string Scheduler::device_lost() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return lost_;
+}
+
+void Scheduler::fail_lost(SeqRequest& r) {  // under mu_
+  SeqResult res;
+  res.finish = Finish::Error;
+  res.error = lost_;
+  res.device_lost = true;
+  totals_.requests++;
+  totals_.failed++;
+  r.on_done(res);
 }
 
 Scheduler::Load Scheduler::load() const {
@@ -126,6 +145,7 @@ bool Scheduler::admit(std::shared_ptr<SeqRequest> r, std::vector<Slot*>& active)
 void Scheduler::finish(Slot& s, Finish f, const std::string& error) {
   s.result.finish = f;
   s.result.error = error;
+  s.result.device_lost = f == Finish::Error && fwd_.device().lost();
   std::shared_ptr<SeqRequest> r = std::move(s.req);
   static uint64_t tick = 0;
   s.last_used = ++tick;
@@ -142,6 +162,7 @@ void Scheduler::finish(Slot& s, Finish f, const std::string& error) {
     totals_.generated += st.n_generated;
     totals_.prefill_ms += st.ttft_ms;
     totals_.decode_ms += st.decode_ms;
+    if (s.result.device_lost && lost_.empty()) lost_ = error;
   }
   // A cancelled client's pages go back at once; an errored cache is not trusted; a finished one
   // stays for the next request of the same conversation.
@@ -205,6 +226,8 @@ bool Scheduler::step(Slot& s, bool alone) {
   try {
     GenerateStats st = s.gen.generate(s.tokens, n, [&](int32_t t) {
       fresh.push_back(t);
+      if (fault_after_ && ++tokens_seen_ == fault_after_)
+        fwd_.device().force_loss("fault injected after " + std::to_string(fault_after_) + " tokens (ZTVM_FAULT_LOSE_DEVICE_AFTER)");
       if (r.cancelled) {
         cancel = true;
         return false;
@@ -279,6 +302,13 @@ void Scheduler::run() {
       else active.erase(active.begin() + (std::ptrdiff_t)i);
     }
     pages_free_ = pool_.available();
+    // Once the device is lost nothing queued can run: each ends now, without touching the GPU (the
+    // active ones fail at their next GPU wait).
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!lost_.empty()) {
+      for (auto& r : queue_) fail_lost(*r);
+      queue_.clear();
+    }
   }
   // Shutting down: everything still here ends as cancelled.
   for (Slot* s : active) finish(*s, Finish::Cancelled);

@@ -28,6 +28,7 @@ struct SeqResult {
   uint32_t n_reused = 0;     // prompt tokens whose KV came from an earlier request
   double queue_ms = 0;       // waiting for a slot
   std::string error;         // Finish::Error: what went wrong
+  bool device_lost = false;  // Finish::Error because the GPU is gone: no request will succeed again
   std::vector<float> embedding;  // SeqRequest::embed: the prompt's embedding (Generator::embedding)
 };
 
@@ -69,6 +70,12 @@ class Scheduler {
     double prefill_ms = 0, decode_ms = 0;
   };
   Totals totals() const;
+  // Set once the GPU device is lost (a driver reset, a GPU gone): what Dawn said. From then on every
+  // request ends at once as Finish::Error with SeqResult::device_lost; the server answers 503 and exits.
+  std::string device_lost() const;
+  // Fault injection for tests (ZTVM_FAULT_LOSE_DEVICE_AFTER): the device is lost when the worker has
+  // generated this many tokens in all.
+  void lose_device_after(uint64_t tokens) { fault_after_ = tokens; }
 
  private:
   struct Slot;
@@ -77,6 +84,7 @@ class Scheduler {
   bool step(Slot& s, bool alone);      // one burst; false when the request has ended
   bool prompt_turn(Slot& s, const std::function<void()>& work);  // a request that only reads its prompt: work, then end
   void finish(Slot& s, Finish f, const std::string& error = "");
+  void fail_lost(SeqRequest& r);  // ends a request that arrived after the device was lost
   bool make_room(uint32_t pages, const Slot* keep);  // drop idle caches until `pages` pages are free
 
   Forward& fwd_;
@@ -90,6 +98,8 @@ class Scheduler {
   Totals totals_;  // under mu_
   std::atomic<uint32_t> pages_free_{0};
   bool quit_ = false;
+  std::string lost_;  // under mu_: device_lost()
+  uint64_t fault_after_ = 0, tokens_seen_ = 0;  // worker only
   std::thread worker_;
 };
 

@@ -113,8 +113,18 @@ void Device::on_log(uint32_t, WGPUStringView msg, void* self, void*) {
 void Device::on_device_lost(const WGPUDevice*, uint32_t reason, WGPUStringView msg, void* self, void*) {
   if (reason == 2 /*Destroyed*/ || reason == 3 /*CallbackCancelled*/) return;
   auto* d = static_cast<Device*>(self);
+  const std::string what = "the GPU device was lost (reason " + std::to_string(reason) + "): " + to_string(msg);
+  {
+    std::lock_guard<std::mutex> lock(d->err_mu_);
+    d->lost_msg_ = what;
+  }
   d->lost_ = true;
-  d->record_error("WebGPU device lost (reason " + std::to_string(reason) + "): " + to_string(msg));
+  d->record_error(what);
+}
+
+void Device::force_loss(const std::string& why) {
+  wgpuDeviceForceLoss(device_, 1 /*Unknown*/, sv(why));
+  wgpuInstanceProcessEvents(instance_);
 }
 
 void Device::wait(WGPUFuture f, const char* what, double timeout_s) {
@@ -274,8 +284,13 @@ Device::~Device() {
 
 void Device::check() {
   wgpuInstanceProcessEvents(instance_);
-  if (!has_error_) return;
+  if (!has_error_ && !lost_) return;
   std::lock_guard<std::mutex> lock(err_mu_);
+  if (lost_) {
+    errors_.clear();
+    has_error_ = false;
+    throw GpuError(lost_msg_);
+  }
   std::string msg = errors_.empty() ? "unknown GPU error" : errors_.front();
   if (errors_.size() > 1) msg += " (+" + std::to_string(errors_.size() - 1) + " more)";
   errors_.clear();

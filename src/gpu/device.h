@@ -147,8 +147,12 @@ class Device {
   void wait_idle(double timeout_s = 120);
   // Waits for one future (map, queue done, ...), throwing on timeout.
   void wait(WGPUFuture f, const char* what, double timeout_s = 120);
-  // Throws if Dawn reported an uncaptured error or the device was lost since the last check.
+  // Throws if Dawn reported an uncaptured error since the last check, or the device is lost (every
+  // check after a loss throws: nothing the GPU returns can be trusted again).
   void check();
+  bool lost() const { return lost_; }
+  // Fault injection for tests: Dawn loses the device as a driver reset would (wgpuDeviceForceLoss).
+  void force_loss(const std::string& why);
   bool timestamps_enabled() const { return timestamps_; }
   bool robust() const { return robust_; }
   // While set, Recorders time every dispatch (see profiler.h).
@@ -182,6 +186,7 @@ class Device {
   std::vector<std::string> errors_;
   std::atomic<bool> has_error_{false};
   std::atomic<bool> lost_{false};
+  std::string lost_msg_;  // under err_mu_
   bool timestamps_ = false;
   bool robust_ = false;
   uint64_t slack_ = 0;  // bytes allocated past each buffer's size when bounds are not clamped

@@ -305,6 +305,7 @@ WGPUFuture wgpuAdapterRequestDevice(WGPUAdapter, const WGPUDeviceDescriptor*, WG
 void wgpuAdapterRelease(WGPUAdapter);
 
 WGPUQueue wgpuDeviceGetQueue(WGPUDevice);
+void wgpuDeviceForceLoss(WGPUDevice, uint32_t reason, WGPUStringView message);
 uint32_t wgpuDeviceGetLimits(WGPUDevice, WGPULimits*);
 WGPUBool wgpuDeviceHasFeature(WGPUDevice, uint32_t feature);
 WGPUBuffer wgpuDeviceCreateBuffer(WGPUDevice, const WGPUBufferDescriptor*);

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "engine/embedding.h"
+#include "server/job.h"
 
 namespace ztvm::server {
 
@@ -115,8 +116,7 @@ json run_embeddings(Scheduler& sched, const EmbeddingRequest& r, Pooling pooling
   for (size_t i = 0; i < r.inputs.size(); i++) {
     SeqResult& res = sh->results[i];
     if (res.finish != Finish::Stopped || res.embedding.empty())
-      throw ApiError(500, "embedding failed: " + (res.error.empty() ? std::string(finish_name(res.finish)) : res.error),
-                     "server_error");
+      throw failure(res, "embedding failed");
     if (r.dimensions) keep_dimensions(res.embedding, r.dimensions);
     json e = {{"object", "embedding"}, {"index", i}};
     e["embedding"] = r.base64 ? json(base64_floats(res.embedding)) : json(res.embedding);

@@ -6,6 +6,13 @@
 
 namespace ztvm::server {
 
+ApiError failure(const SeqResult& res, const std::string& what) {
+  const std::string why = res.error.empty() ? std::string(finish_name(res.finish)) : res.error;
+  if (res.device_lost)
+    return ApiError(503, what + ": " + why + "; the server is shutting down", "unavailable", "", "device_lost");
+  return ApiError(500, what + ": " + why, "server_error");
+}
+
 Job::Job(const Tokenizer& tok, const GenOptions& opts) : tok_(tok), dec_(tok), stops_(opts.stop) {}
 
 std::shared_ptr<Job> Job::start(Scheduler& sched, const Tokenizer& tok, std::vector<int32_t> prompt, uint32_t n_max,
@@ -105,8 +112,7 @@ std::vector<TokenLogprob> Job::score_prompt(Scheduler& sched, const Tokenizer& t
     throw ApiError(503, "the server is busy: too many queued requests, retry later", "unavailable", "", "server_busy");
   std::unique_lock<std::mutex> lk(sh->mu);
   sh->cv.wait(lk, [&] { return sh->done; });
-  if (sh->result.finish != Finish::Stopped)
-    throw ApiError(500, "scoring the prompt failed: " + sh->result.error, "server_error");
+  if (sh->result.finish != Finish::Stopped) throw failure(sh->result, "scoring the prompt failed");
   std::vector<TokenLogprob> out;
   if (!prompt.empty() && prompt[0] != tok.bos_id()) out.push_back(TokenLogprob{prompt[0], NAN, {}});
   out.insert(out.end(), sh->lps.begin(), sh->lps.end());

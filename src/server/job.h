@@ -17,6 +17,10 @@
 
 namespace ztvm::server {
 
+// The answer to a request that ended in Finish::Error: 503 once the GPU is lost (the server is going
+// down; retry on another), else 500. `what`: "generation failed" and the like.
+ApiError failure(const SeqResult& res, const std::string& what);
+
 class Job {
  public:
   // Queues the request (ApiError 503 when the queue is full); with a schema, every token keeps the

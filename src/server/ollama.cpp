@@ -160,7 +160,7 @@ void Server::ollama_generate(const httplib::Request& req, httplib::Response& res
   if (!o.stream) {
     std::string text;
     while (!job->take(text, std::chrono::milliseconds(1000))) {}
-    if (job->result().finish == Finish::Error) throw ApiError(500, "generation failed: " + job->result().error, "server_error");
+    if (job->result().finish == Finish::Error) throw failure(job->result(), "generation failed");
     ParsedReply pr{text, "", {}};
     if (templated) pr = parse_reply(cp.format, text, cp.tools_enabled, cp.reply);
     json j = piece(pr.content, pr.reasoning, tool_calls_ollama(pr.tool_calls));
@@ -192,7 +192,7 @@ void Server::ollama_generate(const httplib::Request& req, httplib::Response& res
         if (!done) return true;
         const Job& job = *st->job;
         if (job.result().finish == Finish::Error) {
-          line({{"error", "generation failed: " + job.result().error}});
+          line({{"error", failure(job.result(), "generation failed").what()}});
         } else {
           ParsedReply rest = st->parse ? st->parse->finish() : ParsedReply{};
           json last = piece(rest.content, rest.reasoning, tool_calls_ollama(rest.tool_calls));

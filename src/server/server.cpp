@@ -147,6 +147,8 @@ void Server::routes() {
     });
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    const std::string lost = sched_.device_lost();
+    if (!lost.empty()) return send_json(res, 503, {{"status", "error"}, {"error", lost}});
     Scheduler::Load l = sched_.load();
     send_json(res, 200, {{"status", "ok"}, {"slots_busy", l.active}, {"slots", l.slots}, {"queued", l.queued},
                          {"kv_pages_free", l.pages_free}, {"kv_pages", l.pages_total}});
@@ -291,9 +293,7 @@ json usage(const Job& job) {
           {"prompt_tokens_details", {{"cached_tokens", job.result().n_reused}}}};
 }
 
-ApiError job_error(const Job& job) {
-  return ApiError(500, "generation failed: " + job.result().error, "server_error");
-}
+ApiError job_error(const Job& job) { return failure(job.result(), "generation failed"); }
 
 }  // namespace
 

@@ -2,10 +2,12 @@
 // "ztvm serve: listening on http://HOST:PORT" on stdout once it accepts connections; we wait for it.
 import { spawn } from 'node:child_process';
 
-export async function startServer(args = [], { timeoutMs = 120000 } = {}) {
+export async function startServer(args = [], { timeoutMs = 120000, env = {} } = {}) {
   const bin = process.env.ZTVM_BIN;
   if (!bin) throw new Error('ZTVM_BIN is not set (CTest sets it to the ztvm binary)');
-  const proc = spawn(bin, ['serve', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(bin, ['serve', '--port', '0', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env },
+  });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; if (process.env.ZTVM_SERVER_LOG) process.stderr.write(d); });
   const url = await new Promise((resolve, reject) => {
