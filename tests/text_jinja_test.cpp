@@ -73,6 +73,14 @@ TEST(Jinja, LiteralsAndPrinting) {
   EXPECT_EQ(render("{{ (1, 'a') }} {{ (1,) }} {{ () }} {{ (1, 2) == [1, 2] }}"), "(1, 'a') (1,) () False");
 }
 
+// Found by fuzz_jinja: literals and indexes past 64 bits were std::out_of_range, which no caller catches.
+TEST(Jinja, NumbersPast64BitsAreErrorsNotCrashes) {
+  EXPECT_THROW(render("{{ 99999999999999999999 }}"), jinja::TemplateError);
+  EXPECT_EQ(render("{{ 1e999 }} {{ -1e999 }}"), "inf -inf");
+  EXPECT_NO_THROW(render("{{ [[1]] | map(attribute='99999999999999999999') | list | length }}"));
+  EXPECT_THROW(render("{{ '{99999999999999999999}'.format(1) }}"), jinja::TemplateError);
+}
+
 TEST(Jinja, Arithmetic) {
   EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 7 / 2 }}"), "3 -4 1 2 1024 3.5");
   EXPECT_EQ(render("{{ 1 + 1.5 }} {{ 'ab' * 2 }} {{ [1] + [2] }} {{ 'a' + 'b' }} {{ 1 ~ 2 }}"), "2.5 abab [1, 2] ab 12");

@@ -42,6 +42,7 @@ Value attribute_path(const Value& item, const std::string& path) {
   Value cur = item;
   for (const std::string& part : pystr::split(path, std::string("."), -1)) {
     bool numeric = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    if (numeric && part.size() > 18) return Value();  // an index past any list: undefined, as in Jinja
     cur = numeric ? get_item(cur, Value(int64_t(std::stoll(part)))) : get_item(cur, Value(part));
     if (cur.is_undefined()) return cur;
   }

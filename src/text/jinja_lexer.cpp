@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "text/jinja_strings.h"
@@ -238,8 +240,15 @@ class Lexer {
     for (size_t i = start; i < pos_; i++)
       if (src_[i] != '_') text += src_[i];
     Token& t = push(is_float ? Tok::Float : Tok::Int, text, start);
-    if (is_float) t.float_value = std::stod(text);
-    else t.int_value = std::stoll(text);
+    // Python's ints have no bound; ours are 64-bit, so a longer literal is an error, not a crash.
+    // Floats past the range are inf, as in Python.
+    if (is_float) {
+      t.float_value = std::strtod(text.c_str(), nullptr);
+    } else {
+      errno = 0;
+      t.int_value = std::strtoll(text.c_str(), nullptr, 10);
+      if (errno == ERANGE) fail(start, "integer literal " + text.substr(0, 40) + " does not fit in 64 bits");
+    }
   }
 
   // String literal with Python escapes (Jinja decodes literals with unicode-escape).

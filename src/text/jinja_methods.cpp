@@ -199,7 +199,8 @@ static std::string str_format(const std::string& fmt, Args& a) {
     if (field.find(':') != std::string::npos) throw TemplateError("format(): format specs are not supported: {" + field + "}");
     const Value* v = nullptr;
     if (field.empty()) v = auto_index < a.pos.size() ? &a.pos[auto_index++] : nullptr;
-    else if (field.find_first_not_of("0123456789") == std::string::npos) v = std::stoul(field) < a.pos.size() ? &a.pos[std::stoul(field)] : nullptr;
+    else if (field.find_first_not_of("0123456789") == std::string::npos)
+      v = field.size() < 10 && std::stoul(field) < a.pos.size() ? &a.pos[std::stoul(field)] : nullptr;
     else v = a.get(SIZE_MAX, field.c_str());
     if (!v) throw TemplateError("format(): no argument for {" + field + "}");
     out += use_repr ? v->repr() : v->to_str();
