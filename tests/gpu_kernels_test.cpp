@@ -347,13 +347,18 @@ static void check_flash_halves(const FlashCase& c, AttnForm form) {
 }
 TEST_P(FlashAttentionTest, TwoHalvesMatchCpu) { check_flash_halves(GetParam(), AttnForm::Flash); }
 
+// `make test` runs Shapes: every head size, G, RoPE style and int8 choice at least once. Sweep, the
+// other combinations, runs in `make test-full` (on a fresh machine each case costs lavapipe seconds of
+// pipeline compiles).
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
-                         ::testing::Values(FlashCase{70, 0, 64, 1, false, true}, FlashCase{130, 37, 128, 1, true, true},
-                                           FlashCase{130, 300, 64, 2, true, true}, FlashCase{70, 37, 128, 2, false, true},
-                                           FlashCase{70, 300, 128, 4, true, false}, FlashCase{130, 0, 64, 4, false, true},
-                                           FlashCase{70, 37, 128, 8, true, true}, FlashCase{130, 300, 64, 8, false, false},
+                         ::testing::Values(FlashCase{70, 0, 64, 1, false, true}, FlashCase{70, 300, 128, 4, true, false},
                                            FlashCase{64, 0, 128, 8, false, true}, FlashCase{70, 300, 96, 2, true, true},
                                            FlashCase{70, 37, 32, 4, false, true}, FlashCase{9, 37, 128, 4, true, true}),
+                         flash_case_name);
+INSTANTIATE_TEST_SUITE_P(Sweep, FlashAttentionTest,
+                         ::testing::Values(FlashCase{130, 37, 128, 1, true, true}, FlashCase{130, 300, 64, 2, true, true},
+                                           FlashCase{70, 37, 128, 2, false, true}, FlashCase{130, 0, 64, 4, false, true},
+                                           FlashCase{70, 37, 128, 8, true, true}, FlashCase{130, 300, 64, 8, false, false}),
                          flash_case_name);
 
 // Flash attention over splits: passes of 2..128 tokens that end at 2,048+ positions, up to 8 splits of
@@ -375,9 +380,11 @@ TEST_P(FlashSplitTest, MatchesCpu) { check_attention(GetParam().problem(), AttnF
 TEST_P(FlashSplitTest, TwoHalvesMatchCpu) { check_flash_halves(GetParam(), AttnForm::FlashSplit); }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashSplitTest,
-                         ::testing::Values(FlashCase{40, 2201, 128, 4, true, true}, FlashCase{2, 2046, 64, 1, false, true},
-                                           FlashCase{64, 2500, 128, 8, false, false}, FlashCase{9, 3000, 96, 2, true, true},
-                                           FlashCase{100, 2000, 64, 4, false, true}),
+                         ::testing::Values(FlashCase{40, 2201, 128, 4, true, true}, FlashCase{100, 2000, 64, 4, false, true}),
+                         flash_case_name);
+INSTANTIATE_TEST_SUITE_P(Sweep, FlashSplitTest,
+                         ::testing::Values(FlashCase{2, 2046, 64, 1, false, true}, FlashCase{64, 2500, 128, 8, false, false},
+                                           FlashCase{9, 3000, 96, 2, true, true}),
                          flash_case_name);
 
 TEST(FlashSplitSpan, WholeStepsUpToEightSplits) {
@@ -432,29 +439,31 @@ TEST_P(DecodeAttentionTest, MatchesCpu) {
   check_attention(pr, c.split ? AttnForm::DecodeSplit : AttnForm::Decode);
 }
 
+static std::string decode_case_name(const ::testing::TestParamInfo<DecodeCase>& info) {
+  const DecodeCase& c = info.param;
+  return "pos" + std::to_string(c.pos0) + "_hd" + std::to_string(c.hd) + "_g" + std::to_string(c.g) +
+         (c.neox ? "_neox" : "_normal") + (c.q8 ? "_q8" : "") + (c.split ? "_split" : "") + (c.rope ? "_rope" : "") +
+         (c.subgroups ? "" : "_nosg") + (c.span != 32 ? "_span" + std::to_string(c.span) : "");
+}
 INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
-                         ::testing::Values(DecodeCase{0, 64, 1, false, true}, DecodeCase{37, 128, 4, true, true},
-                                           DecodeCase{255, 64, 2, false, false}, DecodeCase{256, 128, 1, true, true},
-                                           DecodeCase{300, 96, 2, true, true}, DecodeCase{700, 128, 8, false, true},
-                                           DecodeCase{100, 32, 4, true, false}, DecodeCase{0, 64, 2, false, true, true},
+                         ::testing::Values(DecodeCase{0, 64, 1, false, true}, DecodeCase{700, 128, 8, false, true},
+                                           DecodeCase{300, 96, 2, true, true}, DecodeCase{100, 32, 4, true, false},
                                            DecodeCase{300, 128, 4, true, true, true}, DecodeCase{700, 96, 1, false, false, true},
                                            DecodeCase{2100, 64, 2, false, true, true},  // 66 splits of 32: 33 of 64 (attention_split)
-                                           DecodeCase{0, 64, 1, false, true, false, true}, DecodeCase{37, 128, 4, true, true, false, true},
-                                           DecodeCase{300, 96, 2, true, false, false, true}, DecodeCase{700, 128, 8, false, true, false, true},
-                                           DecodeCase{0, 64, 2, false, true, true, true}, DecodeCase{300, 128, 4, true, true, true, true},
-                                           DecodeCase{700, 96, 1, false, false, true, true},
-                                           DecodeCase{700, 128, 4, true, true, true, true, true, 128},
+                                           DecodeCase{37, 128, 4, true, true, false, true}, DecodeCase{300, 128, 4, true, true, true, true},
                                            DecodeCase{1100, 64, 2, false, true, true, true, true, 128},
                                            DecodeCase{1100, 128, 4, true, true, true, true, true, 256},
-                                           DecodeCase{2100, 64, 2, false, true, true, false, false},
+                                           DecodeCase{2100, 64, 2, false, true, true, false, false}),
+                         decode_case_name);
+INSTANTIATE_TEST_SUITE_P(Sweep, DecodeAttentionTest,
+                         ::testing::Values(DecodeCase{37, 128, 4, true, true}, DecodeCase{255, 64, 2, false, false},
+                                           DecodeCase{256, 128, 1, true, true}, DecodeCase{0, 64, 2, false, true, true},
+                                           DecodeCase{0, 64, 1, false, true, false, true}, DecodeCase{300, 96, 2, true, false, false, true},
+                                           DecodeCase{700, 128, 8, false, true, false, true}, DecodeCase{0, 64, 2, false, true, true, true},
+                                           DecodeCase{700, 96, 1, false, false, true, true},
+                                           DecodeCase{700, 128, 4, true, true, true, true, true, 128},
                                            DecodeCase{700, 128, 8, false, true, true, false, false}),
-                         [](const auto& info) {
-                           const DecodeCase& c = info.param;
-                           return "pos" + std::to_string(c.pos0) + "_hd" + std::to_string(c.hd) + "_g" +
-                                  std::to_string(c.g) + (c.neox ? "_neox" : "_normal") + (c.q8 ? "_q8" : "") +
-                                  (c.split ? "_split" : "") + (c.rope ? "_rope" : "") + (c.subgroups ? "" : "_nosg") +
-                                  (c.span != 32 ? "_span" + std::to_string(c.span) : "");
-                         });
+                         decode_case_name);
 
 // The whole forward pass with flash attention: the synth "tiny" llama widened to 8 heads x 64 over 2
 // KV heads (G = 4), 134 ids prefilled in chunks of 128 and 6 (both flash, the combine skipped), against
