@@ -45,7 +45,7 @@ soak: build
 
 # The sanitizer build (clang, ASan + UBSan; cmake/sanitize.cmake) and the fuzz targets in it (fuzz/).
 ASAN_BUILD ?= build-asan
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 asan-configure: $(SETUP_STAMP)
 	CC=clang CXX=clang++ cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZTVM_SANITIZE=ON \
 	  -DZTVM_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null

@@ -6,9 +6,13 @@
 // Environment: ZTVM_OPEN_GUARD_ROOT, the checkout then the build folder, ':'-separated (absolute,
 //              symlink-free paths: a build folder beside the checkout is allowed too);
 //              ZTVM_OPEN_GUARD_LOG, the file that collects "<pid> <call> <path>" lines.
+//              ZTVM_OPEN_GUARD_SIBLINGS, a file naming the entries beside the checkout when the tests
+//              began, one a line (open_guard_reset writes it).
 // Flagged: a path under the checkout's parent folder that is not under the checkout, except for
-// hidden folders there (.cache, .npm, .config: tool state when the checkout is in $HOME, not data).
-// System paths (/usr, /proc, /tmp, ...) are not flagged: they are not beside the checkout.
+// hidden folders there (.cache, .npm, .config: tool state when the checkout is in $HOME, not data),
+// $XDG_CACHE_HOME (Mesa's shader cache), and, with ZTVM_OPEN_GUARD_SIBLINGS, anything the tests made
+// there themselves (a checkout in /tmp has the tests' temporary folders beside it).
+// System paths (/usr, /proc, /tmp, ...) are not flagged unless the checkout is in them.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -66,6 +70,36 @@ bool under(const std::string& path, const std::string& dir) {
                                   : path == dir;
 }
 
+// The entries beside the checkout before the tests ran; empty with no list (then all are flagged).
+const std::vector<std::string>& siblings_before() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    const char* file = getenv("ZTVM_OPEN_GUARD_SIBLINGS");
+    FILE* f = file ? fopen(file, "r") : nullptr;
+    if (!f) return v;
+    char line[PATH_MAX];
+    while (fgets(line, sizeof line, f)) {
+      std::string n = line;
+      while (!n.empty() && (n.back() == '\n' || n.back() == '\r')) n.pop_back();
+      if (!n.empty()) v.push_back(n);
+    }
+    fclose(f);
+    if (v.empty()) v.push_back("/");  // listed, and nothing was beside the checkout: no name matches "/"
+    return v;
+  }();
+  return names;
+}
+
+bool made_by_the_tests(const std::string& p, const std::string& parent) {
+  const std::vector<std::string>& before = siblings_before();
+  if (before.empty()) return false;
+  std::string first = p.substr(parent.size() + 1);
+  first = first.substr(0, first.find('/'));
+  for (const auto& n : before)
+    if (n == first) return false;
+  return true;
+}
+
 void check(const char* call, int dirfd, const char* path) {
   if (in_guard || !path || !*path) return;
   const char* root_env = getenv("ZTVM_OPEN_GUARD_ROOT");
@@ -76,7 +110,10 @@ void check(const char* call, int dirfd, const char* path) {
   std::string checkout = normalize(roots.substr(0, roots.find(':')));
   std::string parent = normalize(checkout + "/..");
   std::string p = normalize(absolute(dirfd, path));
-  bool flagged = parent != "/" && under(p, parent) && p != parent && p[parent.size() + 1] != '.';
+  bool flagged = parent != "/" && under(p, parent) && p != parent && p[parent.size() + 1] != '.' &&
+                 !made_by_the_tests(p, parent);
+  const char* cache = getenv("XDG_CACHE_HOME");
+  if (flagged && cache && *cache == '/' && under(p, normalize(cache))) flagged = false;
   for (size_t i = 0; flagged && i <= roots.size();) {
     size_t j = roots.find(':', i);
     if (j == std::string::npos) j = roots.size();

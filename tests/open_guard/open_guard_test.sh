@@ -20,4 +20,13 @@ run stat "$t/work/shared/c"
 run python3 -c "open('$t/work/repo/../shared/c').read()"
 n=$(grep -c "$t/work/shared" "$log" || true)
 [ "$n" -ge 6 ] || { echo "FAIL: expected 6 or more sibling reads recorded, got $n:"; cat "$log"; exit 1; }
-echo "ok: $n sibling reads recorded, none of the allowed ones"
+# With the list of what was beside the checkout before the tests, what they made there since is theirs.
+: > "$log"
+echo shared > "$t/siblings"
+mkdir -p "$t/work/scratch" && echo x > "$t/work/scratch/e"
+ZTVM_OPEN_GUARD_SIBLINGS=$t/siblings run cat ../../scratch/e
+[ ! -s "$log" ] || { echo "FAIL: a folder made after the list was flagged:"; cat "$log"; exit 1; }
+ZTVM_OPEN_GUARD_SIBLINGS=$t/siblings run cat ../../shared/c
+grep -q "$t/work/shared/c" "$log" || { echo "FAIL: a listed sibling's read was not recorded"; exit 1; }
+echo "ok: $n sibling reads recorded, none of the allowed ones; new folders beside the checkout allowed"
+
