@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "model/model_error.h"
 #include "text/tokenizer.h"
 
 namespace ztvm {
@@ -125,6 +126,36 @@ TEST(TokenizerHf, BosEosConventions) {
   EXPECT_EQ(qwen->eos_id(), qwen->find_piece("<|im_end|>"));
   EXPECT_FALSE(qwen->is_special(qwen->find_piece("<think>")));  // an added token, not special
   EXPECT_TRUE(qwen->is_special(qwen->find_piece("<|im_start|>")));
+}
+
+// Ids that cannot index a vocabulary (found by fuzz_tokenizer_json: a huge id sized a vector of
+// 2^60 strings, a negative one wrote before it, a float was cast to size_t) are a ModelError
+// naming the file, never an allocation or a write.
+TEST(TokenizerHf, BrokenIdsAreModelErrors) {
+  fs::path dir = fs::temp_directory_path() / ("ztvm_bad_ids_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string path = (dir / "tokenizer.json").string();
+  auto load = [&](const std::string& vocab, const std::string& added, const std::string& post) {
+    std::ofstream(path) << R"({"model": {"type": "BPE", "vocab": )" << vocab << R"(, "merges": []}, "added_tokens": )"
+                        << added << R"(, "post_processor": )" << post << "}";
+    return Tokenizer::from_json(path);
+  };
+  const std::string ok_vocab = R"({"a": 0, "b": 1})", no_added = "[]", no_post = "null";
+  EXPECT_EQ(load(ok_vocab, no_added, no_post)->encode("ab", false, false).size(), 2u);
+  for (const char* vocab : {R"({"a": 0, "b": 1152921504606846976})", R"({"a": 0, "b": -3})", R"({"a": 0, "b": 1.5})",
+                            R"({"a": 0, "b": 4.07e70})", R"({"a": 0, "b": "1"})"})
+    EXPECT_THROW(load(vocab, no_added, no_post), ModelError) << vocab;
+  for (const char* added : {R"([{"id": -1, "content": "x"}])", R"([{"id": 9e18, "content": "x"}])"})
+    EXPECT_THROW(load(ok_vocab, added, no_post), ModelError) << added;
+  const std::string post_past_vocab = R"({"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}},
+      {"Sequence": {"id": "A"}}], "special_tokens": {"<s>": {"ids": [7]}}})";
+  EXPECT_THROW(load(ok_vocab, no_added, post_past_vocab), ModelError);
+  try {
+    load(R"({"a": 0, "b": -3})", no_added, no_post);
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.json"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

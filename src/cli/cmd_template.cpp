@@ -33,7 +33,7 @@ std::string read_file(const std::string& path) {
 ojson read_json(const std::string& path) {
   try {
     return ojson::parse(read_file(path));
-  } catch (const ojson::parse_error& e) {
+  } catch (const ojson::exception& e) {
     throw std::runtime_error(path + ": invalid JSON: " + e.what());
   }
 }

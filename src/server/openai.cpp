@@ -21,8 +21,9 @@ json parse_body(const std::string& body) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message names the byte offset and the reason (ill-formed UTF-8 included).
+  } catch (const json::exception& e) {
+    // nlohmann's message names the byte offset and the reason (ill-formed UTF-8 included). A
+    // number past double's range (1e999) is an out_of_range, not a parse_error: the same 400.
     std::string what = e.what();
     auto at = what.find("] ");
     throw ApiError(400, "the request body is not valid JSON: " + (at == std::string::npos ? what : what.substr(at + 2)));

@@ -120,6 +120,17 @@ const json* find_step(const json& j, const std::string& type) {
   return nullptr;
 }
 
+// A token id as tokenizer.json writes it: a non-negative integer below any real vocabulary's size
+// (the largest today are ~262k; 2^21 leaves room). A float, a negative or a huge id is a broken
+// file, never an index.
+constexpr int64_t kMaxTokenId = 1 << 21;
+int32_t token_id(const json& v, const std::string& path, const std::string& where) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxTokenId)
+    throw ModelError(path + ": " + where + " id " + v.dump() + " is not an integer in [0, " +
+                     std::to_string(kMaxTokenId) + ")");
+  return (int32_t)v.get<int64_t>();
+}
+
 // bos_token / eos_token in tokenizer_config.json: a string or {"content": "..."}.
 std::string token_string(const json& cfg, const char* key) {
   if (!cfg.contains(key) || cfg[key].is_null()) return {};
@@ -146,15 +157,16 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_json(const std::string& path) {
     // names stay Unused with an empty piece.
     const json& vocab = model.at("vocab");
     size_t n = 0;
-    for (auto it = vocab.begin(); it != vocab.end(); ++it) n = std::max(n, it.value().get<size_t>() + 1);
+    for (auto it = vocab.begin(); it != vocab.end(); ++it)
+      n = std::max(n, (size_t)token_id(it.value(), path, "vocabulary '" + it.key() + "'") + 1);
     const json& added = j.value("added_tokens", json::array());
-    for (const json& a : added) n = std::max(n, a.at("id").get<size_t>() + 1);
+    for (const json& a : added) n = std::max(n, (size_t)token_id(a.at("id"), path, "added token") + 1);
     t->pieces_.assign(n, std::string());
     t->kinds_.assign(n, TokenKind::Unused);
     bool byte_fallback = model.value("byte_fallback", false);
     t->model_.reserve(vocab.size(), model.at("merges").size());
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-      auto id = it.value().get<int32_t>();
+      int32_t id = token_id(it.value(), path, "vocabulary");
       t->pieces_[(size_t)id] = it.key();
       bool is_byte = byte_fallback && it.key().size() == 6 && it.key().compare(0, 3, "<0x") == 0;
       t->kinds_[(size_t)id] = is_byte ? TokenKind::Byte : TokenKind::Normal;
@@ -180,14 +192,14 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_json(const std::string& path) {
     int32_t unk = -1;
     if (model.contains("unk_token") && model["unk_token"].is_string()) {
       auto it = vocab.find(model["unk_token"].get<std::string>());
-      if (it != vocab.end()) unk = it->get<int32_t>();
+      if (it != vocab.end()) unk = token_id(*it, path, "unk_token");
     }
     t->model_.set_unk(unk, model.value("fuse_unk", false));
 
     // Added tokens are matched in the text before the model; "special" ones only with parse_special
     // in our API (HF always matches them; the test passes parse_special to compare).
     for (const json& a : added) {
-      auto id = a.at("id").get<int32_t>();
+      int32_t id = token_id(a.at("id"), path, "added token");
       bool special = a.value("special", false);
       t->pieces_[(size_t)id] = a.at("content").get<std::string>();
       t->kinds_[(size_t)id] = special ? TokenKind::Control : TokenKind::UserDefined;
@@ -226,8 +238,12 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_json(const std::string& path) {
           continue;
         }
         const std::string& name = item.at("SpecialToken").at("id").get_ref<const std::string&>();
-        for (const json& id : tp->at("special_tokens").at(name).at("ids"))
-          (before_text ? t->prefix_ids_ : t->suffix_ids_).push_back(id.get<int32_t>());
+        for (const json& id : tp->at("special_tokens").at(name).at("ids")) {
+          int32_t v = token_id(id, path, "post_processor");
+          if ((size_t)v >= n) throw ModelError(path + ": post_processor names id " + std::to_string(v) +
+                                               ", past the vocabulary (" + std::to_string(n) + " ids)");
+          (before_text ? t->prefix_ids_ : t->suffix_ids_).push_back(v);
+        }
       }
       if (!t->prefix_ids_.empty()) t->bos_id_ = t->prefix_ids_.front();
       if (!t->suffix_ids_.empty()) t->eos_id_ = t->suffix_ids_.back();
@@ -256,9 +272,9 @@ std::unique_ptr<Tokenizer> TokenizerLoader::from_json(const std::string& path) {
     if (fs::exists(dir / "generation_config.json")) {
       json gen = read_json((dir / "generation_config.json").string());
       const json& e = gen.value("eos_token_id", json());
-      if (e.is_number_integer()) t->eog_ids_.push_back(e.get<int32_t>());
+      if (e.is_number_integer()) t->eog_ids_.push_back(token_id(e, path, "generation_config eos_token"));
       if (e.is_array())
-        for (const json& v : e) t->eog_ids_.push_back(v.get<int32_t>());
+        for (const json& v : e) t->eog_ids_.push_back(token_id(v, path, "generation_config eos_token"));
     }
     finish(*t);
     return t;

@@ -16,6 +16,9 @@ const bad = (over) => ({ messages: USER, max_tokens: 2, ...over });
 const BAD_REQUESTS = [
   ['invalid JSON', '{"messages": [{"role": "user", "content": "hi"'],
   ['empty body', ''],
+  // Numbers past double's range: nlohmann raises out_of_range, not parse_error (found by fuzz_chat_request).
+  ['a number past double range', '{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"temperature":-4E748}'],
+  ['an integer of 200 digits', `{"messages":[{"role":"user","content":"hi"}],"max_tokens":${'3'.repeat(200)}}`],
   ['JSON array instead of an object', '[{"role":"user","content":"hi"}]'],
   ['JSON string instead of an object', '"hello"'],
   ['JSON number instead of an object', '42'],
