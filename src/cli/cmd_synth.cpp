@@ -1,5 +1,6 @@
 // ztvm synth --shape S --type T --vocab VOCAB.gguf -o OUT.gguf: a GGUF file with a real model's
 // shapes and tensor types but random weights, for benchmarks both engines read byte for byte.
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -24,11 +25,15 @@ int run_synth(int argc, char** argv) {
   app.add_option("--seed", seed, "random seed (same seed, same bytes)");
   app.add_option("--threads", threads, "threads (default: all cores)");
   app.add_option("--name", name, "general.name (default: '<shape> (random weights)')");
+  uint32_t layers = 0;
+  app.add_option("--layers", layers, "keep only the first N layers (tests: the shapes and types without the size)")
+      ->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
 
   refuse_output_over_input(out_path, vocab_path, "--vocab");
   const QuantMix mix = parse_quant_mix(type_str);
-  const ModelConfig config = synth_shape(shape);
+  ModelConfig config = synth_shape(shape);
+  if (layers) config.num_hidden_layers = std::min(layers, config.num_hidden_layers);
   std::unique_ptr<GgufFile> vocab;
   if (!vocab_path.empty()) vocab = GgufFile::open(vocab_path);
   else std::fprintf(stderr, "synth: no --vocab: the file gets tokenizer.ggml.model = \"no_vocab\"\n");

@@ -49,6 +49,7 @@ BindGroup& BindGroup::operator=(BindGroup&& o) noexcept {
   if (this != &o) {
     if (g_) wgpuBindGroupRelease(g_);
     g_ = o.g_, o.g_ = nullptr;
+    entries_ = std::move(o.entries_);
   }
   return *this;
 }
@@ -428,9 +429,12 @@ Pipeline Device::pipeline(const std::string& label, const std::string& wgsl, con
 
 BindGroup Device::bind(const Pipeline& p, const std::vector<Binding>& bindings, const std::string& label) {
   std::vector<WGPUBindGroupEntry> e;
+  std::string entries;
   for (size_t i = 0; i < bindings.size(); i++) {
     const Binding& b = bindings[i];
     if (!b.buffer) continue;
+    entries += (entries.empty() ? "" : " ") + std::to_string(i) + "=" + b.buffer->label();
+    if (b.offset || b.size) entries += "@" + std::to_string(b.offset) + "+" + std::to_string(b.size);
     WGPUBindGroupEntry& x = e.emplace_back();
     x = {};
     x.binding = (uint32_t)i;
@@ -450,7 +454,7 @@ BindGroup Device::bind(const Pipeline& p, const std::vector<Binding>& bindings, 
     if (g) wgpuBindGroupRelease(g);
     throw GpuError("bind group '" + label + "' for kernel '" + p.label() + "': " + *err);
   }
-  return BindGroup(g);
+  return BindGroup(g, std::move(entries));
 }
 
 }  // namespace ztvm::gpu

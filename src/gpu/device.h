@@ -89,16 +89,19 @@ struct Binding {
 class BindGroup {
  public:
   BindGroup() = default;
-  explicit BindGroup(WGPUBindGroup g) : g_(g) {}
-  BindGroup(BindGroup&& o) noexcept : g_(o.g_) { o.g_ = nullptr; }
+  explicit BindGroup(WGPUBindGroup g, std::string entries = {}) : g_(g), entries_(std::move(entries)) {}
+  BindGroup(BindGroup&& o) noexcept : g_(o.g_), entries_(std::move(o.entries_)) { o.g_ = nullptr; }
   BindGroup& operator=(BindGroup&& o) noexcept;
   BindGroup(const BindGroup&) = delete;
   BindGroup& operator=(const BindGroup&) = delete;
   ~BindGroup();
   WGPUBindGroup get() const { return g_; }
+  // What it binds, "0=state.x_a 2=blk.0.attn_qkv@0+4096 ...", for dispatch traces (Recorder::trace).
+  const std::string& entries() const { return entries_; }
 
  private:
   WGPUBindGroup g_ = nullptr;
+  std::string entries_;
 };
 
 constexpr WGPUBufferUsage kStorage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst | WGPUBufferUsage_CopySrc;

@@ -126,6 +126,9 @@ void Recorder::end_pass() {
 void Recorder::dispatch(const Pipeline& p, const BindGroup& g, uint32_t groups_x, uint32_t groups_y,
                         const std::string& role, uint64_t bytes) {
   if (groups_x == 0 || groups_y == 0 || dev_.knock_out(role)) return;
+  if (trace_)
+    trace_->push_back(p.label() + " x" + std::to_string(groups_x) + (groups_y > 1 ? "x" + std::to_string(groups_y) : "") +
+                      " [" + g.entries() + "] " + role + " " + std::to_string(bytes));
   if (groups_x > max_dim_) {  // fold into 2-D: the kernel reads the flat index back
     if (groups_y != 1) throw GpuError("dispatch of '" + p.label() + "' too large in both dimensions");
     groups_y = (groups_x + max_dim_ - 1) / max_dim_;
@@ -146,6 +149,9 @@ void Recorder::dispatch(const Pipeline& p, const BindGroup& g, uint32_t groups_x
 }
 
 void Recorder::copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off, uint64_t size) {
+  if (trace_)
+    trace_->push_back("copy " + src.label() + "@" + std::to_string(src_off) + " -> " + dst.label() + "@" +
+                      std::to_string(dst_off) + " +" + std::to_string(size));
   end_pass();
   wgpuCommandEncoderCopyBufferToBuffer(enc_, src.get(), src_off, dst.get(), dst_off, size);
 }

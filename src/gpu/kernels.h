@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gpu/device.h"
 
@@ -48,6 +49,9 @@ class Recorder {
   void copy(const Buffer& src, uint64_t src_off, const Buffer& dst, uint64_t dst_off, uint64_t size);
   void submit();  // finishes the encoder and submits it; the recorder is spent afterwards
   uint32_t dispatches() const { return n_dispatch_; }
+  // While set, every dispatch and copy also appends a line to *lines (kernel variant, grid, bindings,
+  // role, bytes): what a pass does, compared across refactors (tests/engine_graph_trace_test.cpp).
+  void trace(std::vector<std::string>* lines) { trace_ = lines; }
 
  private:
   void begin_pass();
@@ -57,6 +61,7 @@ class Recorder {
   WGPUComputePassEncoder pass_ = nullptr;
   uint32_t max_dim_;
   uint32_t n_dispatch_ = 0;
+  std::vector<std::string>* trace_ = nullptr;
 };
 
 }  // namespace ztvm::gpu
