@@ -202,14 +202,15 @@ TEST(StoriesModel, EarlyDecodeStepsTakeAttentionWithoutSplits) {
   auto model = open_model(kDir + "stories260K-f32.gguf");
   Forward fwd(device(), *model, 128, 16);
   for (Head h : {Head::None, Head::LastSample, Head::LastRandom, Head::AllLogits}) {
-    const std::vector<Dispatch>& ops = fwd.graph(h).ops;
+    const Graph& g = fwd.graph(h);
     size_t n_attention = 0;
-    for (size_t i = 0; i + 1 < ops.size(); i++) {
-      if (ops[i].grid != Grid::AttentionSplits) continue;
+    for (size_t i = 0; i + 1 < g.ops.size(); i++) {
+      const AttentionOp* a = g.find<AttentionOp>(i);
+      if (!a) continue;
       n_attention++;
-      ASSERT_NE(ops[i].decode, nullptr);
-      EXPECT_GE(ops[i].decode_max, 128u) << "the whole context of this test";
-      EXPECT_EQ(ops[i + 1].skip_decode_max, ops[i].decode_max) << "the combine after it";
+      ASSERT_TRUE(a->decode);
+      EXPECT_GE(a->decode_max, 128u) << "the whole context of this test";
+      EXPECT_EQ(g.op<RowOp>(i + 1).skip_decode_max, a->decode_max) << "the combine after it";
     }
     EXPECT_EQ(n_attention, model->config.num_hidden_layers);
   }

@@ -174,51 +174,52 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   gb.attention(att, part, q, kcb, vcb, pageb, gs);
   gb.attention_combine(att, part, gs);
   if (pr.q8) gb.matmul(proj, att, wom);  // att's int8 units: from the combine, or in flash passes the attention
-  Dispatch& d = g.ops[1];
-  ASSERT_NE(d.blocked, nullptr);  // passes of several tokens take it by default
+  AttentionOp& d = g.op<AttentionOp>(1);
+  RowOp &rope_op = g.op<RowOp>(0), &combine = g.op<RowOp>(2);
+  ASSERT_TRUE(d.blocked);  // passes of several tokens take it by default
   if (T > 1) {
     ASSERT_LE(d.blocked_min, T);
   }
   if (flash_form) {
-    ASSERT_NE(d.flash, nullptr);
-    ASSERT_NE(d.flash_split, nullptr);
+    ASSERT_TRUE(d.flash);
+    ASSERT_TRUE(d.flash_split);
     ASSERT_LE(d.flash_min, T);
     const bool splits = flash_split_span(pos0 + T, T, nh) != 0;
     ASSERT_EQ(splits, form == AttnForm::FlashSplit);
-    ASSERT_EQ(g.ops[2].variant(T, splits) == Variant::Skip, !splits);  // unsplit flash attention writes att itself
-    ASSERT_EQ(d.flash_q8 != nullptr, pr.q8);
+    ASSERT_EQ(runs(g, 2, T, pos0) == "skip", !splits);  // unsplit flash attention writes att itself
+    ASSERT_EQ(bool(d.flash_q8), pr.q8);
     // With rope_in_flash the rope_kv before it makes only the keys and values in those passes.
-    ASSERT_EQ(g.ops[0].long_main != nullptr, pr.rope_in_flash);
-    if (pr.rope_in_flash) { ASSERT_EQ(g.ops[0].long_min, d.flash_min); }
+    ASSERT_EQ(bool(rope_op.long_main), pr.rope_in_flash);
+    if (pr.rope_in_flash) { ASSERT_EQ(rope_op.long_min, d.flash_min); }
   } else {
-    d.flash = nullptr;
-    g.ops[2].skip_min = 0;
-    g.ops[0].long_main = nullptr;  // the other kernels read rope_kv's q
+    d.flash = {};
+    combine.skip_min = 0;
+    rope_op.long_main = {};  // the other kernels read rope_kv's q
   }
   // rope_kv: left to the unsplit decode kernel (q_in_rope.wgsl) when it makes the heads itself
-  ASSERT_EQ(g.ops[0].skip_decode_max, pr.rope_in_decode ? d.decode_max : 0u);
+  ASSERT_EQ(rope_op.skip_decode_max, pr.rope_in_decode ? d.decode_max : 0u);
   if (form == AttnForm::Decode) {  // whatever the position (the graph takes it up to kAttnDecodeMax)
     ASSERT_EQ(T, 1u);
-    ASSERT_NE(d.decode, nullptr);
-    ASSERT_EQ(d.decode_q8 != nullptr, pr.q8);
-    ASSERT_EQ(g.ops[2].skip_decode_max, d.decode_max);  // it writes att itself
-    d.decode_max = g.ops[2].skip_decode_max = UINT32_MAX;
-    if (pr.rope_in_decode) g.ops[0].skip_decode_max = UINT32_MAX;
+    ASSERT_TRUE(d.decode);
+    ASSERT_EQ(bool(d.decode_q8), pr.q8);
+    ASSERT_EQ(combine.skip_decode_max, d.decode_max);  // it writes att itself
+    d.decode_max = combine.skip_decode_max = UINT32_MAX;
+    if (pr.rope_in_decode) rope_op.skip_decode_max = UINT32_MAX;
   } else {
-    d.decode = nullptr;
-    g.ops[2].skip_decode_max = 0;
-    g.ops[0].skip_decode_max = 0;  // the splits read the heads rope_kv made
+    d.decode = {};
+    combine.skip_decode_max = 0;
+    rope_op.skip_decode_max = 0;  // the splits read the heads rope_kv made
   }
   if (form == AttnForm::DecodeSplit) {  // the same kernel over splits, merged by the combine
     ASSERT_EQ(T, 1u);
-    ASSERT_NE(d.decode_split, nullptr);
+    ASSERT_TRUE(d.decode_split);
     // With rope_in_decode the splits make the heads past the unsplit kernel's positions (q_in_rope_split.wgsl)
-    ASSERT_EQ(g.ops[0].skip_long, pr.rope_in_decode);
-    if (pr.rope_in_decode) { ASSERT_EQ(g.ops[0].long_after, d.decode_max); }
+    ASSERT_EQ(rope_op.skip_long, pr.rope_in_decode);
+    if (pr.rope_in_decode) { ASSERT_EQ(rope_op.long_after, d.decode_max); }
   } else {
-    d.decode_split = nullptr;
+    d.decode_split = {};
   }
-  if (form != AttnForm::Blocked) d.blocked = nullptr;
+  if (form != AttnForm::Blocked) d.blocked = {};
   const std::vector<float> q_poison((size_t)T * nh * hd, 5.f);
   device().write(q, q_poison.data(), q_poison.size() * 4);
   const uint32_t only_min = d.flash_q8_only_min;
@@ -234,7 +235,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   }
   if (flash_form && pr.rope_in_flash) {  // q is made in the workgroup: the q buffer stays untouched
     EXPECT_EQ(read(q, want_q.size()), q_poison);
-  } else if (form == AttnForm::DecodeSplit && pr.rope_in_decode && pos0 + 1 > g.ops[0].long_after) {
+  } else if (form == AttnForm::DecodeSplit && pr.rope_in_decode && pos0 + 1 > rope_op.long_after) {
     EXPECT_EQ(read(q, want_q.size()), q_poison);  // the splits made the heads: rope_kv was skipped
   } else if (!pr.rope_in_decode || form != AttnForm::Decode) {  // else q stays in the workgroup
     EXPECT_LT(nmse(read(q, want_q.size()), want_q), 1e-11);
@@ -277,9 +278,9 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   // Flash passes that only the int8 GEMM reads (past 64 tokens) store the units alone: the same units,
   // att left as it was.
   if (!flash_form || form == AttnForm::FlashSplit || T < 65) return;  // (shorter: the matvec, no int8 GEMM)
-  ASSERT_NE(g.ops[1].flash_q8_only, nullptr);
+  ASSERT_TRUE(d.flash_q8_only);
   ASSERT_EQ(only_min, 65u);
-  g.ops[1].flash_q8_only_min = only_min;
+  d.flash_q8_only_min = only_min;
   const std::vector<float> poison(want_att.size(), 7.f);
   device().write(att, poison.data(), poison.size() * 4);
   device().write(xq, std::vector<uint8_t>(want_att.size(), 0).data(), want_att.size());
@@ -495,9 +496,11 @@ TEST(Kernels, FlashForwardMatchesCpuReference) {
   Forward fwd(device(), *model, 256, 128);
   ASSERT_EQ(fwd.max_chunk(), 128u);
   size_t flash = 0, skipped = 0;
-  for (const Dispatch& d : fwd.graph(Head::AllLogits).ops) {
-    flash += d.flash && d.flash_min <= 6;
-    skipped += d.variant(128) == Variant::Skip && d.variant(6) == Variant::Skip;
+  const Graph& g = fwd.graph(Head::AllLogits);
+  for (size_t i = 0; i < g.ops.size(); i++) {
+    const AttentionOp* a = g.find<AttentionOp>(i);
+    flash += a && a->flash && a->flash_min <= 6;
+    skipped += runs(g, i, 128) == "skip" && runs(g, i, 6) == "skip";
   }
   EXPECT_EQ(flash, 2u) << "both layers' attention";
   EXPECT_EQ(skipped, 2u) << "both layers' attention_combine";

@@ -84,7 +84,7 @@ TEST(Kernels, GatedMatmulMatchesCpu) {
   }
 }
 
-// Split-K GEMM (Variant::Split): short passes on matrices of few row tiles run gemm with KSPLIT > 1
+// Split-K GEMM (MatmulOp::split): short passes on matrices of few row tiles run gemm with KSPLIT > 1
 // into a scratch, then gemm_reduce. Each case runs with the split off, at the builder's own choice,
 // and forced to 5 (24 units do not divide by 5: uneven K ranges). y and the scratch start as NaN, so
 // an output or a partial left unwritten fails the NMSE check.
@@ -136,15 +136,15 @@ TEST_P(SplitKTest, PlainAndGatedMatchCpu) {
         if (split) b.use_split_k(scratch, max_tokens, force);
         b.matmul(y, xb, is_gated ? gated : plain);
         ASSERT_EQ(g.ops.size(), 1u);
-        const Dispatch& d = g.ops[0];
+        const MatmulOp& d = g.op<MatmulOp>(0);
         // One token: the matvec for float weights; quantized ones need int8 x for it (gpu_matvec_q8_test.cpp).
         const bool float_type = t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
-        const Variant expect = T == 1 && float_type ? Variant::Single : split ? Variant::Split : Variant::Main;
-        ASSERT_EQ(d.variant(T), expect) << "T=" << T;
-        if (expect == Variant::Split) {
+        const std::string expect = T == 1 && float_type ? "single" : split ? "split" : "main";
+        ASSERT_EQ(runs(g, 0, T), expect) << "T=" << T;
+        if (expect == "split") {
           EXPECT_EQ(d.ksplit, force ? force : GraphBuilder::choose_ksplit(2, 24));
         }
-        EXPECT_EQ(run_counted(g, 0, T), expect == Variant::Split ? 2u : 1u);  // split: gemm + reduce
+        EXPECT_EQ(run_counted(g, 0, T), expect == "split" ? 2u : 1u);  // split: gemm + reduce
         EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << (is_gated ? " gated" : " plain")
                                                            << " T=" << T << " ksplit=" << d.ksplit;
       }
@@ -178,13 +178,13 @@ TEST(Kernels, WideGemmTilesMatchCpu) {
         b.force_gemm_wide();
         b.matmul(y, xb, is_gated ? gated : plain);
         ASSERT_EQ(g.ops.size(), 1u);
-        ASSERT_NE(g.ops[0].wide, nullptr);
-        EXPECT_EQ(g.ops[0].wide_a, 2u);
+        ASSERT_TRUE(g.op<MatmulOp>(0).wide);
+        EXPECT_EQ(g.op<MatmulOp>(0).wide_a, 2u);
         run(g, 0, T);
         {  // unforced, a matrix this small fills no wave either way: no wide pipeline is made
           Graph g2;
           GraphBuilder(k, g2, step).matmul(y, xb, is_gated ? gated : plain);
-          EXPECT_EQ(g2.ops[0].wide, nullptr);
+          EXPECT_FALSE(g2.op<MatmulOp>(0).wide);
         }
         EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << (is_gated ? " gated" : " plain") << " T=" << T;
       }
@@ -222,9 +222,9 @@ TEST(Kernels, SplitKWritesEachPartAtItsOffset) {
   gb.use_split_k(scratch, 40, 3);  // 16 units: ranges of 5, 5, 6
   gb.matmul(y, xb, m);
   ASSERT_EQ(g.ops.size(), 2u);
-  for (const Dispatch& d : g.ops) {
-    EXPECT_EQ(d.variant(T), Variant::Split);
-    EXPECT_EQ(d.variant(41), Variant::Main);
+  for (size_t i = 0; i < g.ops.size(); i++) {
+    EXPECT_EQ(runs(g, i, T), "split");
+    EXPECT_EQ(runs_gemm(g, i, 41), "gemm");
   }
   EXPECT_EQ(run_counted(g, 0, T), 4u);
   const std::vector<float> ya = ref::matmul(a.ref(), x), yb = ref::matmul(b.ref(), x);
@@ -317,7 +317,8 @@ TEST(Kernels, SplitKForwardMatchesCpuReference) {
   std::filesystem::remove(path);
   Forward fwd(device(), *model, 64, 16);
   size_t split_ops = 0;
-  for (const Dispatch& d : fwd.graph(Head::AllLogits).ops) split_ops += d.variant(16) == Variant::Split;
+  const Graph& g = fwd.graph(Head::AllLogits);
+  for (size_t i = 0; i < g.ops.size(); i++) split_ops += runs(g, i, 16) == "split";
   EXPECT_EQ(split_ops, 2u * 4u + 1u) << "qkv, o, gate|up and down of both layers, and the LM head";
   expect_logits_match_cpu(fwd, *model, 35);
 }

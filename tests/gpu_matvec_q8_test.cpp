@@ -70,7 +70,7 @@ TEST_P(Int8MatvecTest, MatchesCpuTwin) {
   Graph g;
   std::vector<float> got = run_matmul(k, g, m, x, 1, c.rows);
   ASSERT_EQ(g.ops.size(), 2u);
-  EXPECT_EQ(g.ops[0].single_role, "quantize_q8");
+  EXPECT_EQ(role(g, 0, "single"), "quantize_q8");
   const std::vector<float> twin = ref::matmul(w.ref(), ref::quantize_q8(x));
   const std::vector<float> exact = ref::matmul(w.ref(), x);
   // The integer dots are exact; what differs from the twin is f32 rounding of the scales, and a code
@@ -118,7 +118,7 @@ TEST(Int8Matvec, MixedPartsShareOneQuantization) {
   Graph g;
   std::vector<float> got = run_matmul(k, g, m, x, 1, 72);
   ASSERT_EQ(g.ops.size(), 4u);  // one quantize_q8, then a dispatch per part
-  EXPECT_EQ(g.ops[3].single_role, "matvec_f16");
+  EXPECT_EQ(role(g, 3, "single"), "matvec_f16");
   const std::vector<float> xq = ref::quantize_q8(x);
   std::vector<float> want = ref::matmul(a.ref(), xq), wb = ref::matmul(b.ref(), xq), wf = ref::matmul(f.ref(), x);
   want.insert(want.end(), wb.begin(), wb.end());
@@ -135,7 +135,7 @@ TEST(Int8Matvec, LongerPassesKeepF32) {
     std::vector<float> x = random_vec((size_t)T * 256, 32 + T);
     Graph g;
     std::vector<float> got = run_matmul(k, g, m, x, T, (size_t)T * 70, 4);  // int8 x up to 4 tokens
-    EXPECT_EQ(g.ops[0].variant(T), Variant::Skip);
+    EXPECT_EQ(runs(g, 0, T), "skip");
     EXPECT_LT(nmse(got, ref::matmul(w.ref(), x)), 1e-10) << "T=" << T;
   }
 }
@@ -162,10 +162,10 @@ TEST_P(Int8NormMatvecTest, MatchesCpuTwin) {
   const Graph& g = r.g;
   const std::vector<float>& nw = r.nw;
   ASSERT_EQ(g.ops.size(), 2u);
-  EXPECT_EQ(g.ops[0].single_role, "add_rmsnorm_q8");
-  EXPECT_EQ(g.ops[0].variant(T), T == 1 ? Variant::Skip : Variant::Single);
-  EXPECT_EQ(g.ops[1].variant(T), T == 1 ? Variant::Single : Variant::Few);
-  EXPECT_EQ(g.ops[1].single_role.substr(g.ops[1].single_role.size() - 5), "_norm");
+  EXPECT_EQ(role(g, 0, "single"), "add_rmsnorm_q8");
+  EXPECT_EQ(runs(g, 0, T), T == 1 ? "skip" : "single");
+  EXPECT_EQ(runs(g, 1, T), T == 1 ? "single" : "few");
+  EXPECT_EQ(role(g, 1, "single").substr(role(g, 1, "single").size() - 5), "_norm");
   run(g, 0, T);
   const std::vector<float> s = r.residual();
   std::vector<float> normed_all, want, exact;
@@ -215,9 +215,9 @@ TEST(Int8Matvec, TwoTypeQkvMakesXOnce) {
     NormThenMatmul r(k, m, d, T, 64, 4, 93);
     const Graph& g = r.g;
     ASSERT_EQ(g.ops.size(), 3u);
-    EXPECT_EQ(g.ops[0].variant(T), T == 1 ? Variant::Skip : Variant::Single);
-    EXPECT_EQ(g.ops[1].single_role, "matvec_q8_q4_k_q6_k_norm");
-    EXPECT_EQ(g.ops[2].variant(T), T == 1 ? Variant::Skip : Variant::Few);
+    EXPECT_EQ(runs(g, 0, T), T == 1 ? "skip" : "single");
+    EXPECT_EQ(role(g, 1, "single"), "matvec_q8_q4_k_q6_k_norm");
+    EXPECT_EQ(runs(g, 2, T), T == 1 ? "skip" : "few");
     run(g, 0, T);
     const std::vector<float> s = r.residual();
     EXPECT_EQ(read(r.sum, s.size()), s) << "T=" << T;
@@ -258,10 +258,10 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
     b.matmul(h, xb, gu);
     b.matmul(y, h, dn);
     ASSERT_EQ(g.ops.size(), 4u);
-    EXPECT_EQ(g.ops[1].single_role, std::string("matvec_q8_") + (t == GgmlType::Q4_0 ? "q4_0" : "q4_k") + "_gated_norm_q8");
-    EXPECT_EQ(g.ops[2].single_role, "quantize_q8");
-    EXPECT_EQ(g.ops[2].variant(1), Variant::Skip);
-    EXPECT_EQ(g.ops[2].variant(3), Variant::Single);  // longer passes still quantize h
+    EXPECT_EQ(role(g, 1, "single"), std::string("matvec_q8_") + (t == GgmlType::Q4_0 ? "q4_0" : "q4_k") + "_gated_norm_q8");
+    EXPECT_EQ(role(g, 2, "single"), "quantize_q8");
+    EXPECT_EQ(runs(g, 2, 1), "skip");
+    EXPECT_EQ(runs(g, 2, 3), "single");  // longer passes still quantize h
     run(g, 0, 1);
     std::vector<float> s(d);
     for (uint32_t i = 0; i < d; i++) s[i] = a[i] + bres[i];
@@ -309,12 +309,12 @@ TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
       b.add_rmsnorm(xn, sum, ab, proj, nwb, d, 1e-5f);
       b.matmul(y, xn, m2);
       ASSERT_EQ(g.ops.size(), 4u);
-      EXPECT_EQ(g.ops[1].single_role, std::string("matvec_q8_") + (t == GgmlType::Q4_0 ? "q4_0" : "q4_k") + "_resid");
-      EXPECT_EQ(g.ops[2].variant(1), Variant::Skip);
+      EXPECT_EQ(role(g, 1, "single"), std::string("matvec_q8_") + (t == GgmlType::Q4_0 ? "q4_0" : "q4_k") + "_resid");
+      EXPECT_EQ(runs(g, 2, 1), "skip");
       gpu::Recorder rec(device(), "test.resid");
       g.encode(rec, 0, T);
       EXPECT_EQ(rec.dispatches(), T == 1 ? 3u : 4u) << type_name(t);
-      const std::string& next = g.ops[3].single->label();
+      const std::string& next = g.op<MatmulOp>(3).single.pipeline->label();
       EXPECT_EQ(next.find("x_q8_prenorm") != std::string::npos, pre) << next;
       EXPECT_EQ(next.find("q8_pack8_none") == std::string::npos, sg) << next;
       rec.submit();
@@ -337,7 +337,7 @@ TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
   }
 }
 
-// Short passes: token groups of TT through the int8 matvec (Variant::Few), plain and gated, with
+// Short passes: token groups of TT through the int8 matvec ("few"), plain and gated, with
 // partial last groups, several rows per lane, and columns enough for 64 lanes (the forward pass's
 // configuration is 4 tokens x 2 rows x 16 lanes).
 struct TokensCase {
@@ -361,10 +361,10 @@ TEST_P(Int8TokensTest, PlainAndGatedMatchCpuTwin) {
       Graph g;
       std::vector<float> got = run_matmul(k, g, is_gated ? gated : plain, x, T, want.size(), 64, c.tt, c.rpl, c.lanes);
       ASSERT_EQ(g.ops.size(), 2u);
-      EXPECT_EQ(g.ops[0].variant(T), Variant::Single);  // quantize_q8, every token
-      EXPECT_EQ(g.ops[1].variant(T), Variant::Few);
-      EXPECT_EQ(g.ops[1].variant(1), Variant::Single);
-      EXPECT_EQ(g.ops[1].variant(65), Variant::Main);
+      EXPECT_EQ(runs(g, 0, T), "single");  // quantize_q8, every token
+      EXPECT_EQ(runs(g, 1, T), "few");
+      EXPECT_EQ(runs(g, 1, 1), "single");
+      EXPECT_EQ(runs_gemm(g, 1, 65), "gemm");
       EXPECT_LT(nmse(got, want), 1e-9) << type_name(c.type) << (is_gated ? " gated" : " plain") << " T=" << T;
     }
   }
@@ -393,8 +393,8 @@ TEST(Int8Matvec, TokenGroupsWriteEachPartAtItsOffset) {
   NormThenMatmul r(k, m, cols, T, 67, 64, 63);
   const Graph& g = r.g;
   ASSERT_EQ(g.ops.size(), 3u);  // the norm (emitting units), one matvec per part
-  EXPECT_EQ(g.ops[0].variant(T), Variant::Single);
-  EXPECT_EQ(g.ops[0].variant(65), Variant::Main);
+  EXPECT_EQ(runs(g, 0, T), "single");
+  EXPECT_EQ(runs(g, 0, 65), "main");
   run(g, 0, T);
   const std::vector<float> xq_ref = ref::quantize_q8(ref::rmsnorm(r.residual(), r.nw, cols, 1e-5f));
   const std::vector<float> ya = ref::matmul(a.ref(), xq_ref), yb = ref::matmul(b.ref(), xq_ref);
@@ -437,8 +437,8 @@ TEST_P(Int8GemmTest, PlainAndGatedMatchCpuTwin) {
       if (ksplit) b.use_split_k(scratch, 64, ksplit);
       b.matmul(y, xb, is_gated ? gated : plain);
       ASSERT_EQ(g.ops.size(), 2u);
-      EXPECT_EQ(g.ops[1].variant(T), ksplit ? Variant::Split : Variant::Main);
-      EXPECT_EQ(g.ops[1].role, std::string("gemm_q8_") + weight_snippet(type).substr(7));
+      EXPECT_EQ(runs(g, 1, T), ksplit ? "split" : "main");
+      EXPECT_EQ(role(g, 1, "main"), std::string("gemm_q8_") + weight_snippet(type).substr(7));
       run(g, 0, T);
       EXPECT_LT(nmse(read(y, want.size()), want), 1e-9) << type_name(type) << (is_gated ? " gated" : " plain") << " T=" << T
                                                        << " ksplit " << ksplit;
@@ -486,14 +486,14 @@ TEST(Int8Gemm, GatedStoresUnitsForDownInLongPasses) {
       b.matmul(h, xb, gu);
       b.matmul(y, h, dn);
       ASSERT_EQ(g.ops.size(), 4u);  // add_rmsnorm (with x's units), gate|up, quantize h, down
-      ASSERT_NE(g.ops[0].long_main, nullptr);  // its units alone past 64 tokens
-      EXPECT_EQ(g.ops[0].long_min, 65u);
-      ASSERT_NE(g.ops[1].long_main, nullptr);
-      EXPECT_EQ(g.ops[1].long_min, 65u);  // past the token-group matvec
-      EXPECT_EQ(g.ops[1].long_main_role, std::string("gemm_q8_") + weight_snippet(t).substr(7) + "_hq8");
-      EXPECT_EQ(g.ops[2].variant(64), Variant::Single);
-      EXPECT_EQ(g.ops[2].variant(65), Variant::Skip);
-      EXPECT_EQ(g.ops[3].long_min, 65u);
+      ASSERT_TRUE(g.op<RowOp>(0).long_main);  // its units alone past 64 tokens
+      EXPECT_EQ(g.op<RowOp>(0).long_min, 65u);
+      ASSERT_TRUE(g.op<MatmulOp>(1).long_main);
+      EXPECT_EQ(g.op<MatmulOp>(1).long_min, 65u);  // past the token-group matvec
+      EXPECT_EQ(role(g, 1, "long_main"), std::string("gemm_q8_") + weight_snippet(t).substr(7) + "_hq8");
+      EXPECT_EQ(runs(g, 2, 64), "single");
+      EXPECT_EQ(runs(g, 2, 65), "skip");
+      EXPECT_EQ(g.op<MatmulOp>(3).long_min, 65u);
       run(g, 0, T);
       const std::vector<float> got = read(y, (size_t)T * out);
       const std::vector<float> hh = ref::gated_matmul(gate.ref(), up.ref(), ref::quantize_q8(x));
@@ -506,8 +506,8 @@ TEST(Int8Gemm, GatedStoresUnitsForDownInLongPasses) {
       }
       const std::vector<float> zeros(x.size(), 0.f);
       EXPECT_EQ(read(xb, x.size()), zeros);  // never written
-      g.ops[0].long_main = g.ops[1].long_main = g.ops[3].long_main = nullptr;  // unfused: f32 x and h, quantize_q8
-      g.ops[2].skip_min = 0;
+      g.op<RowOp>(0).long_main = {}, g.op<MatmulOp>(1).long_main = {}, g.op<MatmulOp>(3).long_main = {};  // unfused: f32 x and h, quantize_q8
+      g.op<RowOp>(2).skip_min = 0;
       run(g, 0, T);
       EXPECT_LT(nmse(read(xb, x.size()), x), 1e-12);
       EXPECT_EQ(read(y, (size_t)T * out), got) << type_name(t) << " T=" << T;

@@ -52,7 +52,7 @@ void check_rope_in_matvec(bool two) {
     gb.rope_kv(q, kc, vc, qkv, auxb, rope, pageb, {hd, nh, nkv, hd, page, 32, false, false, false, 1e-6f});
     const size_t qkv_op = two ? 3 : 1;
     ASSERT_EQ(g.ops.size(), two ? 6u : 3u);
-    EXPECT_EQ(g.ops[qkv_op].long_single_role, two ? "matvec_q8_q4_k_q6_k_norm_rope" : "matvec_q8_q4_0_norm_rope");
+    EXPECT_EQ(role(g, qkv_op, "long_single"), two ? "matvec_q8_q4_k_q6_k_norm_rope" : "matvec_q8_q4_0_norm_rope");
     gpu::Recorder rec(device(), "test.rope_in_matvec");
     g.encode(rec, pos0, T);
     // one-token passes skip the add_rmsnorm (and the second part's dispatch); those past 512 positions

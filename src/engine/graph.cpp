@@ -27,153 +27,29 @@ std::string weight_snippet(GgmlType t) {
   }
 }
 
-Variant Dispatch::variant(uint32_t n_tokens, bool flash_split) const {
-  if (skip_one_token && n_tokens == 1) return Variant::Skip;
-  if (skip_min && n_tokens >= skip_min && !(unless_flash_split && flash_split)) return Variant::Skip;
-  const bool use_single = single && (n_tokens <= single_max || always_single);
-  if (single_only) return use_single ? Variant::Single : Variant::Skip;
-  if (use_single) return Variant::Single;
-  if (few && n_tokens <= few_max) return Variant::Few;
-  if (split && n_tokens <= split_max) return Variant::Split;
-  return Variant::Main;
-}
-
-uint32_t Dispatch::main_min() const {
-  if (always_single || single_only) return UINT32_MAX;
-  uint32_t m = single ? single_max : 0;
-  if (few) m = std::max(m, few_max);
-  if (split) m = std::max(m, split_max);
-  return m + 1;
-}
-
-void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool embedded) const {
-  const uint32_t tiles = (n_tokens + 63) / 64;
-  for (const Dispatch& d : ops) {
-    if (embedded && d.skip_embedded) continue;
-    if (!d.pipeline) {
-      if (d.skip_one_token && n_tokens == 1) continue;
-      rec.copy(*d.src, (uint64_t)(n_tokens - 1) * d.b * 4, *d.dst, 0, (uint64_t)d.b * 4);
-      continue;
-    }
-    if (d.skip_decode_max && n_tokens == 1 && pos0 + 1 <= d.skip_decode_max) continue;
-    const bool long_step = n_tokens == 1 && d.long_after && pos0 + 1 > d.long_after;
-    if (d.skip_long && long_step) continue;
-    switch (d.variant(n_tokens, d.unless_flash_split && flash_split_span(pos0 + n_tokens, n_tokens, d.a))) {
-      case Variant::Single:
-        if (d.long_single && long_step) {
-          rec.dispatch(*d.long_single, d.long_single_group, d.single_groups, 1, d.long_single_role, d.bytes);
-          continue;
-        }
-        if (d.long_main && n_tokens >= d.long_min) {
-          rec.dispatch(*d.long_main, d.long_main_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
-                       d.long_main_role, d.bytes);
-          continue;
-        }
-        rec.dispatch(*d.single, d.single_group, d.single_groups * (d.single_per_token ? n_tokens : 1), 1,
-                     d.single_role, d.bytes);
-        continue;
-      case Variant::Few:
-        rec.dispatch(*d.few, d.few_group, d.few_blocks * ((n_tokens + d.few_tokens - 1) / d.few_tokens), 1,
-                     d.few_role, d.bytes);
-        continue;
-      case Variant::Split:
-        rec.dispatch(*d.split, d.split_group, d.ksplit * d.a * tiles, 1, d.split_role, d.bytes);
-        rec.dispatch(*d.reduce, d.reduce_group, d.reduce_blocks * n_tokens, 1, "gemm_reduce");
-        continue;
-      case Variant::Skip: continue;
-      case Variant::Main: break;
-    }
-    uint32_t groups = d.a;
-    switch (d.grid) {
-      case Grid::Fixed: break;
-      case Grid::PerToken:
-        if (d.long_main && n_tokens >= d.long_min) {
-          rec.dispatch(*d.long_main, d.long_main_group, (d.long_a ? d.long_a : d.a) * n_tokens, 1, d.long_main_role, d.bytes);
-          continue;
-        }
-        groups = d.a * n_tokens;
-        break;
-      case Grid::GemmTiles:
-        if (d.long_main && n_tokens >= d.long_min) {
-          rec.dispatch(*d.long_main, d.long_main_group, d.a * tiles, 1, d.long_main_role, d.bytes);
-          continue;
-        }
-        if (d.wide && (d.wide_always || GraphBuilder::gemm_wide_pays(d.a, d.wide_a, n_tokens))) {
-          rec.dispatch(*d.wide, d.wide_group, d.wide_a * tiles, 1, d.wide_role, d.bytes);
-          continue;
-        }
-        groups = d.a * tiles;
-        break;
-      case Grid::AttentionSplits: {
-        const uint32_t span = attention_split(d.b, pos0 + n_tokens, n_tokens);
-        const uint32_t splits = (pos0 + n_tokens + span - 1) / span;
-        const uint64_t kv_bytes = d.bytes_per_position * (pos0 + n_tokens);  // the cache, read once
-        if (d.decode && n_tokens == 1 && pos0 + 1 <= d.decode_max) {  // no splits
-          if (d.decode_q8)
-            rec.dispatch(*d.decode_q8, d.decode_q8_group, d.a, 1, "attention_decode_q8", kv_bytes);
-          else
-            rec.dispatch(*d.decode, d.decode_group, d.a, 1, "attention_decode", kv_bytes);
-          continue;
-        }
-        if (d.flash && n_tokens >= d.flash_min) {
-          const uint32_t groups = d.flash_a * ((n_tokens + d.flash_tq - 1) / d.flash_tq);
-          if (const uint32_t fs = d.flash_split ? flash_split_span(pos0 + n_tokens, n_tokens, d.a) : 0) {
-            rec.dispatch(*d.flash_split, d.flash_split_group, groups * ((pos0 + n_tokens + fs - 1) / fs), 1,
-                         "attention_flash_split", kv_bytes);
-            continue;
-          }
-          if (d.flash_q8_only && n_tokens >= d.flash_q8_only_min && n_tokens <= d.flash_q8_max)
-            rec.dispatch(*d.flash_q8_only, d.flash_q8_only_group, groups, 1, "attention_flash_q8", kv_bytes);
-          else if (d.flash_q8 && n_tokens <= d.flash_q8_max)
-            rec.dispatch(*d.flash_q8, d.flash_q8_group, groups, 1, "attention_flash_q8", kv_bytes);
-          else
-            rec.dispatch(*d.flash, d.flash_group, groups, 1, "attention_flash", kv_bytes);
-          continue;
-        }
-        if (d.decode_split && n_tokens == 1) {
-          rec.dispatch(*d.decode_split, d.decode_split_group, d.a * splits, 1, "attention_decode_split", kv_bytes);
-          continue;
-        }
-        if (d.blocked && n_tokens >= d.blocked_min) {
-          const uint32_t blocks = (n_tokens + d.blocked_tq - 1) / d.blocked_tq;
-          rec.dispatch(*d.blocked, d.blocked_group, d.blocked_a * blocks * splits, 1, d.role, kv_bytes);
-          continue;
-        }
-        rec.dispatch(*d.pipeline, d.group, d.a * n_tokens * splits, 1, d.role, kv_bytes);
-        continue;
-      }
-    }
-    rec.dispatch(*d.pipeline, d.group, groups, 1, d.role, d.bytes);
-  }
-}
-
-void GraphBuilder::add(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, Grid grid, uint32_t a,
-                       uint32_t bb, uint64_t bytes) {
+Variant GraphBuilder::variant(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, const std::string& label,
+                              std::string role) {
   const gpu::Pipeline& p = k_.get(key);
-  std::string label = key.kernel + ":" + b[0].buffer->label();
-  Dispatch d;
-  d.pipeline = &p;
-  d.group = k_.device().bind(p, b, label);
-  d.grid = grid, d.a = a, d.b = bb, d.bytes = bytes;
-  d.role = key.kernel + (key.includes.count("WEIGHT") ? "_" + key.includes.at("WEIGHT").substr(7) : "");
-  g_.ops.push_back(std::move(d));
+  if (role.empty())
+    role = key.kernel + (key.includes.count("WEIGHT") ? "_" + key.includes.at("WEIGHT").substr(7) : "");
+  return Variant{&p, k_.device().bind(p, b, label), std::move(role)};
 }
 
 void GraphBuilder::embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table) {
   for (const MatrixPart& p : table.parts) {  // one part unless the table outgrows a binding (lavapipe: 128 MiB)
     std::map<std::string, double> c = {{"COLS", table.cols}};
     if (table.parts.size() > 1) c["ROW0"] = p.row0, c["ROWS"] = p.rows;
-    add({"embed", {{"WEIGHT", weight_snippet(p.type)}}, c}, {x, ids, p.buf, *step_}, Grid::PerToken, 1);
-    g_.ops.back().skip_embedded = table.parts.size() == 1;  // argmax can make the row (GraphBuilder::argmax)
+    RowOp& op = add<RowOp>({"embed", {{"WEIGHT", weight_snippet(p.type)}}, c}, {x, ids, p.buf, *step_});
+    op.skip_embedded = table.parts.size() == 1;  // argmax can make the row (GraphBuilder::argmax)
   }
 }
 
 void GraphBuilder::rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps,
                            const gpu::Buffer* zeros, const gpu::Buffer* scratch) {
   const gpu::KernelKey key{"rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}}};
-  add(key, {y, x, w, *step_}, Grid::PerToken, 1);
+  add<RowOp>(key, {y, x, w, *step_});
   if (d % 32 == 0) q8_producer(y, key, {y, x, w, *step_});
-  if (zeros && scratch && d % 4 == 0) norm_producer_.assign(1, NormProducer{g_.ops.size() - 1, &y, scratch, &x, zeros, &w, d, eps});
+  if (zeros && scratch && d % 4 == 0) norm_producer_.assign(1, NormProducer{last(), &y, scratch, &x, zeros, &w, d, eps});
 }
 
 void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
@@ -185,14 +61,14 @@ void GraphBuilder::add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, con
   while (wg < 256 && wg < quads) wg *= 2;
   const uint32_t keep = std::min<uint32_t>(4, (quads + wg - 1) / wg);
   const gpu::KernelKey key{"add_rmsnorm", {{"XOUT", "x_out_none"}}, {{"D", d}, {"EPS", eps}, {"WG", wg}, {"KEEP", keep}}};
-  add(key, {y, sum, a, b, w, *step_}, Grid::PerToken, 1);
+  add<RowOp>(key, {y, sum, a, b, w, *step_});
   if (d % 32 == 0) q8_producer(y, key, {y, sum, a, b, w, *step_});
-  norm_producer_.assign(1, NormProducer{g_.ops.size() - 1, &y, &sum, &a, &b, &w, d, eps});
+  norm_producer_.assign(1, NormProducer{last(), &y, &sum, &a, &b, &w, d, eps});
 }
 
 void GraphBuilder::q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
                                std::optional<AttnDirect> flash, std::optional<AttnDirect> decode) {
-  q8_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, key, b, std::move(flash), std::move(decode)});
+  q8_producer_.assign(1, Q8Producer{last(), &y, key, b, std::move(flash), std::move(decode)});
 }
 
 // When the dispatch just added produced x, its one-token variant stores x as int8 units too.
@@ -209,11 +85,11 @@ bool GraphBuilder::emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_toke
 // instead, and the copy (a break in the compute pass) and the quantize_q8 after it are skipped.
 bool GraphBuilder::emit_q8_through_copy(const gpu::Buffer& x) {
   if (q8_producer_.empty() || g_.ops.empty()) return false;
-  Dispatch& copy = g_.ops.back();
+  CopyRowOp* copy = g_.find<CopyRowOp>(last());
   Q8Producer& p = q8_producer_[0];
-  if (copy.pipeline || copy.dst != &x || copy.src != p.y || p.op + 2 != g_.ops.size()) return false;
+  if (!copy || copy->dst != &x || copy->src != p.y || p.op + 2 != g_.ops.size()) return false;
   emit_q8(p, *p.y, 1);
-  copy.skip_one_token = true;
+  copy->skip_one_token = true;
   return true;
 }
 
@@ -222,41 +98,35 @@ void GraphBuilder::emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tok
   key.includes["XOUT"] = "x_out_q8";
   std::vector<gpu::Binding> b = p.bindings;
   b.push_back(*xq_), b.push_back(*xs_);
-  const gpu::Pipeline& pl = k_.get(key);
-  Dispatch& d = g_.ops[p.op];
-  d.single = &pl;
-  d.single_group = k_.device().bind(pl, b, key.kernel + "_q8:" + x.label());
-  d.single_groups = d.a;  // Grid::PerToken
-  d.single_per_token = true, d.single_max = max_tokens;
-  d.single_role = d.role + "_q8";
+  RowOp& d = g_.op<RowOp>(p.op);
+  d.single = variant(key, b, key.kernel + "_q8:" + x.label(), d.main.role + "_q8");
+  d.single_groups = d.a, d.single_max = max_tokens;
   // Passes whose readers of x all read the units: the int8 units only (add_rmsnorm, flash: F32_OUT).
   if (f32_dead_from && key.kernel == "add_rmsnorm") {
     key.constants["F32_OUT"] = 0;
-    d.long_main = &k_.get(key);
-    d.long_main_group = k_.device().bind(*d.long_main, b, key.kernel + "_q8_only:" + x.label());
-    d.long_min = f32_dead_from, d.long_main_role = d.single_role;
+    d.long_main = variant(key, b, key.kernel + "_q8_only:" + x.label(), d.single.role);
+    d.long_min = f32_dead_from;
   }
   // The passes that flash or decode attention serve store the units there (the combine skips them).
-  auto q8_variant = [&](const AttnDirect& o, const gpu::Pipeline*& pl, gpu::BindGroup& group) {
+  auto q8_variant = [&](const AttnDirect& o, const std::string& role) {
     gpu::KernelKey k = o.key;
     k.includes["XOUT"] = "x_out_q8";
     std::vector<gpu::Binding> b = o.bindings;
     b.push_back(*xq_), b.push_back(*xs_);
-    pl = &k_.get(k);
-    group = k_.device().bind(*pl, b, o.key.kernel + "_q8:" + x.label());
+    return variant(k, b, o.key.kernel + "_q8:" + x.label(), role);
   };
   if (p.flash) {
-    Dispatch& a = g_.ops[p.flash->op];
-    q8_variant(*p.flash, a.flash_q8, a.flash_q8_group);
+    AttentionOp& a = g_.op<AttentionOp>(p.flash->op);
+    a.flash_q8 = q8_variant(*p.flash, "attention_flash_q8");
     a.flash_q8_max = max_tokens;
     if (f32_dead_from) {
       AttnDirect only = *p.flash;
       only.key.constants["F32_OUT"] = 0;
-      q8_variant(only, a.flash_q8_only, a.flash_q8_only_group);
+      a.flash_q8_only = q8_variant(only, "attention_flash_q8");
       a.flash_q8_only_min = f32_dead_from;
     }
   }
-  if (p.decode) q8_variant(*p.decode, g_.ops[p.decode->op].decode_q8, g_.ops[p.decode->op].decode_q8_group);
+  if (p.decode) g_.op<AttentionOp>(p.decode->op).decode_q8 = q8_variant(*p.decode, "attention_decode_q8");
 }
 
 void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride,
@@ -303,10 +173,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
         b.insert(b.end(), {*norm->w, *prenorm_xw_, *prenorm_ss_});
         prenorm_rows = wg_rows;
       }
-      Dispatch& d = g_.ops[m.op];
-      d.single = &k_.get(key);
-      d.single_group = k_.device().bind(*d.single, b, "matvec_q8_resid:" + norm->sum->label());
-      d.single_role += "_resid";
+      MatmulOp& d = g_.op<MatmulOp>(m.op);
+      d.single = variant(key, b, "matvec_q8_resid:" + norm->sum->label(), d.single.role + "_resid");
       nin = {nullptr, norm->sum, nullptr};
     }
   }
@@ -321,8 +189,8 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       const bool from_matvec = !one_token && emit_q8_from_matvec(x);  // one token: its units are made
       const bool through_copy = one_token && emit_q8_through_copy(x);
       add_quantize_q8(x, w.cols, one_token, q8_max);
-      g_.ops.back().skip_one_token = from_matvec || through_copy;
-      quantize_op = g_.ops.size() - 1;
+      g_.ops.back()->skip_one_token = from_matvec || through_copy;
+      quantize_op = last();
     }
   }
   const std::vector<GatedGemm> gated_before = std::exchange(gated_gemm_, {});  // this matmul may set it anew
@@ -339,16 +207,18 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       gc["UPS"] = k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 ? 4 : 2;
       if (p.type == GgmlType::Q4_K || p.type == GgmlType::Q6_K) gc["LOWREG"] = 1;  // measured per type (gemm_q8.wgsl)
       const gpu::KernelKey key{"gemm_q8", {{"WEIGHT", snippet}, {"DOT", "dotq8_" + snippet.substr(7)}}, gc};
-      add(key, {y, *xq_, p.buf, *xs_, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
+      MatmulOp& op = add<MatmulOp>(key, {y, *xq_, p.buf, *xs_, *step_});
+      op.a = row_tiles, op.bytes = p.buf.size();
       if (split_scratch_) add_q8_split_k(y, p, w, key, row_tiles, q8_max);
       if (hq_ && w.gated && w.parts.size() == 1 && p.rows % 32 == 0 && p.row0 == 0 && gc["UPS"] == 4 &&
           (uint64_t)q8_max * p.rows <= std::min(hq_->size(), hs_->size() / 8 * 32)) {
         gpu::KernelKey hkey = key;
         hkey.includes["HOUT"] = "h_out_q8";
-        gated_gemm_.assign(1, GatedGemm{g_.ops.size() - 1, &y, p.rows, hkey, {y, *xq_, p.buf, *xs_, *step_, *hq_, *hs_}});
+        gated_gemm_.assign(1, GatedGemm{last(), &y, p.rows, hkey, {y, *xq_, p.buf, *xs_, *step_, *hq_, *hs_}});
       }
     } else {
-      add({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_}, Grid::GemmTiles, row_tiles, 0, p.buf.size());
+      MatmulOp& op = add<MatmulOp>({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_});
+      op.a = row_tiles, op.bytes = p.buf.size();
       if (!one_token) add_gemm_wide(y, x, p, w, c);
       if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
     }
@@ -383,7 +253,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       second = first_part ? &w.parts[1] : nullptr;
     const bool folded = norm && w.parts.size() == 2 && !first_part && q8_x_type(w.parts[0].type) && !w.gated &&
                         p.row0 == w.parts[0].rows && w.parts[0].rows % 4 == 0 && int8_x;
-    auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> Dispatch& {
+    auto matvec = [&](uint32_t rpl, uint32_t tt, const std::string& kind) -> MatmulOp& {
       std::map<std::string, double> mc = c;
       const bool fused = tt == 1 && norm && first_part;
       const MatrixPart* two = tt == 1 ? second : nullptr;
@@ -416,7 +286,7 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
         mc["ROWS2"] = two->rows;
       }
       const gpu::Pipeline& mv = k_.get({tt == 1 ? "matvec" : "matvec_tokens", inc, mc});
-      Dispatch& d = g_.ops.back();
+      MatmulOp& d = g_.op<MatmulOp>(last());
       std::vector<gpu::Binding> nb;  // the fused-norm bindings 0-5
       if (fused) nb = {y, nin.sum ? gpu::Binding(*nin.sum) : nullptr, p.buf, *nin.a,
                        nin.b ? gpu::Binding(*nin.b) : nullptr, *norm->w};
@@ -440,23 +310,23 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       const uint32_t storage = 6 - (nin.sum ? 0 : 1) - (nin.b ? 0 : 1) + (two ? 1 : 0) + 4;
       if (fused && (!more_parts || two) && !w.gated && rpl == 2 && p.row0 == 0 &&
           storage <= k_.device().limits().maxStorageBuffersPerShaderStage)
-        rope_matvec_.assign(1, Q8Producer{g_.ops.size() - 1, &y, {"matvec", inc, mc}, two ? with({two->buf}) : nb});
+        rope_matvec_.assign(1, Q8Producer{last(), &y, {"matvec", inc, mc}, two ? with({two->buf}) : nb});
       // A matvec that makes x in the workgroup and owns whole 32-row units can also store y as int8
       // units (into xq/xs, which it does not read) for a matvec after it (emit_q8_from_matvec).
       if (fused && !more_parts && groups * rpl == 32 && p.row0 % 32 == 0) {
         gpu::KernelKey ek{"matvec", inc, mc};
         ek.includes["XOUT"] = "x_out_q8";
-        q8_matvec_producer_.assign(1, Q8Producer{g_.ops.size() - 1, &y, ek, nb});
+        q8_matvec_producer_.assign(1, Q8Producer{last(), &y, ek, nb});
       }
       // A plain one-token matvec on int8 x of one part: if an add_rmsnorm follows whose work the next
       // matvec takes, this one can store the residual's sum (see above, y_resid.wgsl).
       if (tt == 1 && !fused && int8_x && !one_token && !more_parts && !w.gated && p.row0 == 0)
-        resid_matvec_.assign(1, Q8Producer{g_.ops.size() - 1, &y, {"matvec", inc, mc}, {y, *xq_, p.buf, *xs_}});
+        resid_matvec_.assign(1, Q8Producer{last(), &y, {"matvec", inc, mc}, {y, *xq_, p.buf, *xs_}});
       if (tt == 1) {
-        d.single = &mv, d.single_group = std::move(bg), d.single_role = role;
+        d.single = Variant{&mv, std::move(bg), role};
         d.single_groups = (p.rows + (two ? two->rows : 0) + groups * rpl - 1) / (groups * rpl);
       } else {
-        d.few = &mv, d.few_group = std::move(bg), d.few_role = role + "_tokens";
+        d.few = Variant{&mv, std::move(bg), role + "_tokens"};
         const uint32_t rows_per_group = wg / lanes_here * rpl;
         d.few_blocks = (p.rows + rows_per_group - 1) / rows_per_group, d.few_tokens = tt;
         d.few_max = std::min(q8_max, kQ8MatvecMaxTokens);
@@ -464,14 +334,14 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       return d;
     };
     if (folded) {
-      g_.ops.back().skip_one_token = true;  // the first part's matvec takes these rows in one-token passes
+      g_.ops.back()->skip_one_token = true;  // the first part's matvec takes these rows in one-token passes
     } else {
       matvec(rpl1, 1, int8_x ? "matvec_q8" : "matvec").always_single = one_token;
     }
     // Short passes: the same kernel over groups of tokens, each weight unit fetched once per group.
     if (int8_x && q8_max > 1) matvec(q8_rpl_, q8_tt_, "matvec_q8_tokens");
   }
-  if (norm) g_.ops[norm->op].skip_one_token = true;
+  if (norm) g_.ops[norm->op]->skip_one_token = true;
   if (!one_token && !gated_before.empty() && gated_before[0].y == &x && quantize_op != SIZE_MAX)
     fuse_q8_h(gated_before[0], y, x, w, quantize_op);
 }
@@ -481,21 +351,22 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
 // stores h's int8 units in hq/hs, the quantize is skipped and this one reads them.
 void GraphBuilder::fuse_q8_h(const GatedGemm& gg, const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w,
                              size_t quantize_op) {
-  Dispatch& gated = g_.ops[gg.op];
-  Dispatch& down = g_.ops.back();
+  MatmulOp& gated = g_.op<MatmulOp>(gg.op);
+  MatmulOp* down_op = g_.find<MatmulOp>(last());
   if (w.parts.size() != 1 || w.cols != gg.rows || quantize_op + 2 != g_.ops.size() || gg.op + 1 != quantize_op ||
-      !down.pipeline || down.role.rfind("gemm_q8", 0) != 0)
+      !down_op || down_op->main.role.rfind("gemm_q8", 0) != 0)
     return;
+  MatmulOp& down = *down_op;
   const uint32_t from = std::max(gated.main_min(), down.main_min());
   if (from > q8_max_) return;
-  gated.long_main = &k_.get(gg.key);
-  gated.long_main_group = k_.device().bind(*gated.long_main, gg.bindings, "gemm_q8_hq8:" + x.label());
-  gated.long_min = from, gated.long_main_role = gated.role + "_hq8";
-  g_.ops[quantize_op].skip_min = from;
-  down.long_main = down.pipeline;
-  down.long_main_group = k_.device().bind(*down.pipeline, {y, *hq_, w.parts[0].buf, *hs_, *step_},
-                                          "gemm_q8_from_hq8:" + x.label());
-  down.long_min = from, down.long_main_role = down.role;
+  gated.long_main = variant(gg.key, gg.bindings, "gemm_q8_hq8:" + x.label(), gated.main.role + "_hq8");
+  gated.long_min = from;
+  g_.op<RowOp>(quantize_op).skip_min = from;
+  down.long_main = Variant{down.main.pipeline,
+                           k_.device().bind(*down.main.pipeline, {y, *hq_, w.parts[0].buf, *hs_, *step_},
+                                            "gemm_q8_from_hq8:" + x.label()),
+                           down.main.role};
+  down.long_min = from;
 }
 
 // When the dispatch just added is a decode matvec that can store x as int8 units (see matmul), its
@@ -506,10 +377,8 @@ bool GraphBuilder::emit_q8_from_matvec(const gpu::Buffer& x) {
   if (p.op + 1 != g_.ops.size() || p.y != &x) return false;
   std::vector<gpu::Binding> b = p.bindings;
   b.push_back(*xq_), b.push_back(*xs_);
-  Dispatch& d = g_.ops[p.op];
-  d.single = &k_.get(p.key);
-  d.single_group = k_.device().bind(*d.single, b, "matvec_q8:" + x.label());
-  d.single_role += "_q8";
+  MatmulOp& d = g_.op<MatmulOp>(p.op);
+  d.single = variant(p.key, b, "matvec_q8:" + x.label(), d.single.role + "_q8");
   return true;
 }
 
@@ -519,14 +388,10 @@ bool GraphBuilder::q8_x_type(GgmlType t) {
 
 // x -> int8 units in xq/xs (every token of passes up to max_tokens), before the matvecs that read them.
 void GraphBuilder::add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens) {
-  const gpu::Pipeline& q = k_.get({"quantize_q8", {}, {{"COLS", cols}}});
-  Dispatch d;
-  d.pipeline = d.single = &q;
-  d.single_group = k_.device().bind(q, {*xq_, *xs_, x, *step_}, "quantize_q8:" + x.label());
-  d.single_groups = (cols / 32 + 63) / 64;
-  d.single_per_token = true, d.single_max = max_tokens;
-  d.single_only = true, d.always_single = one_token;
-  d.role = d.single_role = "quantize_q8";
+  auto d = std::make_unique<RowOp>();
+  d->single = variant({"quantize_q8", {}, {{"COLS", cols}}}, {*xq_, *xs_, x, *step_}, "quantize_q8:" + x.label());
+  d->single_groups = (cols / 32 + 63) / 64, d->single_max = max_tokens;
+  d->single_only = true, d->always_single = one_token;
   g_.ops.push_back(std::move(d));
 }
 
@@ -540,16 +405,15 @@ bool GraphBuilder::add_picker(gpu::KernelKey key, std::vector<gpu::Binding> b, c
     key.constants["COLS"] = table.cols;
     b.push_back(x), b.push_back(table.parts[0].buf);
   }
-  add(key, b, Grid::Fixed, 1);
   // Its role in profiles: the kernel's, not the embedding table's type that WEIGHT brings.
-  g_.ops.back().role = key.kernel + (key.constants.count("FINAL") ? "_final" : "");
+  add<FixedOp>(key, b).main.role = key.kernel + (key.constants.count("FINAL") ? "_final" : "");
   return embed;
 }
 
 bool GraphBuilder::argmax(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& part,
                           const gpu::Buffer& logits, uint32_t vocab, const gpu::Buffer& x, const Matrix& table) {
   const std::map<std::string, double> c = {{"N", vocab}, {"PARTS", kArgmaxParts}};
-  add({"argmax", {{"NEXT", "next_none"}}, c}, {ids, tokens, part, logits, *step_}, Grid::Fixed, kArgmaxParts);
+  add<FixedOp>({"argmax", {{"NEXT", "next_none"}}, c}, {ids, tokens, part, logits, *step_}).groups = kArgmaxParts;
   gpu::KernelKey fk{"argmax", {}, c};
   fk.constants["FINAL"] = 1;
   return add_picker(fk, {ids, tokens, part, logits, *step_}, x, table);
@@ -561,9 +425,8 @@ bool GraphBuilder::sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, con
 }
 
 void GraphBuilder::copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width) {
-  Dispatch d;
-  d.src = &src, d.dst = &dst, d.b = width;
-  d.role = "copy";
+  auto d = std::make_unique<CopyRowOp>();
+  d->src = &src, d->dst = &dst, d->width = width;
   g_.ops.push_back(std::move(d));
 }
 

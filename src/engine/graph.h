@@ -1,6 +1,7 @@
-// A recorded forward pass: the list of dispatches (pipeline + prebuilt bind group + how to size the
-// grid) that forward.cpp builds once per mode at load, and that every later pass replays. Replay
-// allocates nothing: per-pass values (position, token count) live in the `step` uniform buffers.
+// The builder of a recorded forward pass: forward.cpp calls it once per head mode at load, one call
+// per op, and it makes each op's kernel variants (graph_ops.h) and binds their buffers once; every
+// later pass replays them. Replay allocates nothing: per-pass values (position, token count) live in
+// the `step` uniform buffers.
 #pragma once
 #include <map>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/graph_ops.h"
 #include "engine/weights.h"
 #include "gpu/kernels.h"
 
@@ -38,127 +40,7 @@ inline constexpr uint32_t kFlashSplitMaxTokens = 128, kFlashSplitMinPositions = 
                           kFlashSplitBelowGroups = 264;
 uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens, uint32_t nh);
 
-enum class Grid {
-  Fixed,          // a groups, whatever the pass
-  PerToken,       // a groups per token
-  GemmTiles,      // a row tiles x token tiles of 64
-  AttentionSplits,// a heads x token x KV splits of b positions
-};
-
-// Which of a dispatch's kernels a pass runs (Dispatch::variant).
-enum class Variant { Main, Single, Few, Split, Skip };
-
-struct Dispatch {
-  const gpu::Pipeline* pipeline = nullptr;  // null: a copy
-  gpu::BindGroup group;
-  Grid grid = Grid::Fixed;
-  uint32_t a = 1, b = 0;
-  // A variant for passes of up to single_max tokens (decode: 1), with a grid of `single_groups`
-  // (per token when single_per_token).
-  const gpu::Pipeline* single = nullptr;
-  gpu::BindGroup single_group;
-  uint32_t single_groups = 0, single_max = 1;
-  bool single_per_token = false;
-  bool always_single = false;  // the pass has one token whatever its length (the LM head of the last one)
-  bool single_only = false;    // longer passes skip it (quantize_q8: only passes that read int8 x need it)
-  bool skip_one_token = false; // one-token passes skip it (an add_rmsnorm whose matvec makes x itself)
-  // A variant for passes of 2..few_max tokens (short prompts): the matvec on int8 x, few_blocks
-  // groups per group of few_tokens tokens.
-  const gpu::Pipeline* few = nullptr;
-  gpu::BindGroup few_group;
-  uint32_t few_blocks = 0, few_tokens = 0, few_max = 0;
-  std::string few_role;
-  // Split-K GEMM for passes of up to split_max tokens on matrices of few row tiles: `split` (gemm or
-  // gemm_q8 with KSPLIT = ksplit, a x ksplit groups per token tile) writes partial sums to the shared
-  // scratch, then `reduce` (reduce_blocks groups per token) adds them into y.
-  const gpu::Pipeline* split = nullptr;
-  gpu::BindGroup split_group;
-  const gpu::Pipeline* reduce = nullptr;
-  gpu::BindGroup reduce_group;
-  uint32_t ksplit = 0, split_max = 0, reduce_blocks = 0;
-  std::string split_role;
-  // gemm.wgsl with 128-row tiles (RQ 2, wide_a of them per token tile) for the unsplit passes where
-  // GraphBuilder::gemm_wide_pays, or every one (wide_always, tests).
-  const gpu::Pipeline* wide = nullptr;
-  gpu::BindGroup wide_group;
-  uint32_t wide_a = 0;
-  bool wide_always = false;
-  std::string wide_role;
-  // flash_split: the pass runs flash attention over splits (flash_split_span), which needs the combine.
-  Variant variant(uint32_t n_tokens, bool flash_split = false) const;
-  // Attention's variant with up to 4 query heads of a KV head and blocked_tq tokens per workgroup, for
-  // passes of at least blocked_min tokens that flash attention does not serve: blocked_a head groups x
-  // token blocks x splits.
-  const gpu::Pipeline* blocked = nullptr;
-  gpu::BindGroup blocked_group;
-  uint32_t blocked_a = 0, blocked_tq = 0, blocked_min = 0;
-  // Flash attention (attention_flash.wgsl) for passes of at least flash_min tokens: flash_a head groups x
-  // token tiles of flash_tq, no splits, writing att itself (attention_combine skips those passes).
-  // flash_q8 also stores att as int8 units, in passes of up to flash_q8_max tokens (the combine's job).
-  const gpu::Pipeline* flash = nullptr;
-  gpu::BindGroup flash_group;
-  const gpu::Pipeline* flash_q8 = nullptr;
-  gpu::BindGroup flash_q8_group;
-  uint32_t flash_a = 0, flash_tq = 0, flash_min = 0, flash_q8_max = 0;
-  // flash_q8 without the f32 att, for passes of flash_q8_only_min+ tokens whose readers take the units.
-  const gpu::Pipeline* flash_q8_only = nullptr;
-  gpu::BindGroup flash_q8_only_group;
-  uint32_t flash_q8_only_min = 0;
-  // The same kernel over splits (SPLITS) for the passes flash_split_span gives a span, writing part.
-  const gpu::Pipeline* flash_split = nullptr;
-  gpu::BindGroup flash_split_group;
-  // One-token attention without splits (attention_decode.wgsl) for steps that see at most decode_max
-  // positions: a workgroup per query head, writing att itself (decode_q8: and its int8 units).
-  const gpu::Pipeline* decode = nullptr;
-  gpu::BindGroup decode_group;
-  const gpu::Pipeline* decode_q8 = nullptr;
-  gpu::BindGroup decode_q8_group;
-  uint32_t decode_max = 0;
-  // The same kernel over splits of b positions (a workgroup per query head and split) for the longer
-  // one-token passes, writing part for attention_combine like the split kernel.
-  const gpu::Pipeline* decode_split = nullptr;
-  gpu::BindGroup decode_split_group;
-  uint32_t skip_min = 0;  // non-zero: passes of at least skip_min tokens skip this dispatch
-  bool unless_flash_split = false;  // ... except those that run flash attention over splits
-  uint32_t skip_decode_max = 0;  // non-zero: one-token passes that see at most this many positions skip it
-  // One-token passes past long_after positions: `long_single` instead of `single` (a Llama QKV matvec that
-  // stores the roped heads itself for the split attention, y_rope.wgsl); skip_long: such passes skip
-  // this dispatch (the rope_kv whose work that matvec does).
-  const gpu::Pipeline* long_single = nullptr;
-  gpu::BindGroup long_single_group;
-  std::string long_single_role;
-  uint32_t long_after = 0;
-  bool skip_long = false;
-  // Passes of at least long_min tokens that would run `pipeline` (or `single`) run long_main instead:
-  // the gated GEMM that stores h as int8 units and the GEMM after it that reads them
-  // (GraphBuilder::use_q8_h); an add_rmsnorm that stores only the units (emit_q8's f32_dead_from).
-  // In a PerToken grid long_main takes long_a groups per token (0: a): the rope_kv that makes only the
-  // keys and values where flash attention makes the queries (GraphBuilder::use_rope_in_flash).
-  const gpu::Pipeline* long_main = nullptr;
-  gpu::BindGroup long_main_group;
-  uint32_t long_min = 0, long_a = 0;
-  std::string long_main_role;
-  // The shortest pass that runs `pipeline` (or long_main): past every other variant.
-  uint32_t main_min() const;
-  bool skip_embedded = false;  // the embed, skipped where the last pass's argmax made x (Graph::encode)
-  // copy: the last token's row of `src` (b floats per token) to `dst`
-  const gpu::Buffer* src = nullptr;
-  const gpu::Buffer* dst = nullptr;
-  uint64_t bytes = 0;  // weight bytes this dispatch reads (for GB/s)
-  uint64_t bytes_per_position = 0;  // attention: KV-cache bytes per position of context (for GB/s)
-  std::string role;    // kernel role, e.g. "gemm_q4_0", for the profiler
-  std::string single_role;
-};
-
-class Graph {
- public:
-  // Replays the dispatches for a pass of n_tokens tokens starting at pos0.
-  // embedded: x already holds the pass's one embedding row (made by the last pass's argmax).
-  void encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool embedded = false) const;
-  std::vector<Dispatch> ops;
-};
-
-// Builds dispatches: picks the kernel variant for each weight type and binds buffers once.
+// Builds ops: picks the kernel variants for each weight type and binds buffers once.
 class GraphBuilder {
  public:
   GraphBuilder(gpu::Kernels& k, Graph& g, const gpu::Buffer& step) : k_(k), g_(g), step_(&step) {}
@@ -361,8 +243,20 @@ class GraphBuilder {
   void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
   void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                    const std::map<std::string, double>& gemm_constants, uint32_t row_tiles);
-  void add(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, Grid grid, uint32_t a, uint32_t bb = 0,
-           uint64_t bytes = 0);
+  // A kernel variant: the pipeline of key bound to b (labelled label), named role in profiles
+  // (default: the kernel and its weight type, "gemm_q4_0").
+  Variant variant(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, const std::string& label,
+                  std::string role = {});
+  // A new op of family T whose main variant is key bound to b, labelled kernel:first binding.
+  template <class T>
+  T& add(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b) {
+    auto op = std::make_unique<T>();
+    op->main = variant(key, b, key.kernel + ":" + b[0].buffer->label());
+    T& t = *op;
+    g_.ops.push_back(std::move(op));
+    return t;
+  }
+  size_t last() const { return g_.ops.size() - 1; }
   gpu::Kernels& k_;
   Graph& g_;
   const gpu::Buffer* step_;

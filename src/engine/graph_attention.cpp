@@ -66,7 +66,7 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
   // heads itself, and the rotation in the matvec only cost there (H200: -1% decode on Llama-3.2-1B Q4_0
   // at short context, +4.7% at 4,096 positions; bench/EXPERIMENTS.md).
   // A two-type QKV's second part has a dispatch of its own in between, which one-token passes skip.
-  auto next_op = [&](size_t op) { return op + 1 < g_.ops.size() && g_.ops[op + 1].skip_one_token ? op + 2 : op + 1; };
+  auto next_op = [&](size_t op) { return op + 1 < g_.ops.size() && g_.ops[op + 1]->skip_one_token ? op + 2 : op + 1; };
   const bool in_matvec = !rope_matvec_.empty() && next_op(rope_matvec_[0].op) == g_.ops.size() &&
                          rope_matvec_[0].y == &qkv && !s.neox && !s.qk_norm && !s.bias && s.rot % 2 == 0;
   if (in_matvec) {
@@ -79,10 +79,8 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
     b[0] = q;
     for (const gpu::Buffer* x : {&k_cache, &v_cache, &pages, &rope}) b.push_back(*x);
     b.push_back(*step_);
-    Dispatch& d = g_.ops[m.op];
-    d.long_single = &k_.get(key);
-    d.long_single_group = k_.device().bind(*d.long_single, b, "matvec_q8_rope:" + q.label());
-    d.long_single_role = d.single_role + "_rope";
+    MatmulOp& d = g_.op<MatmulOp>(m.op);
+    d.long_single = variant(key, b, "matvec_q8_rope:" + q.label(), d.single.role + "_rope");
     d.long_after = kAttnDecodeMax;
   }
   rope_matvec_.clear();
@@ -93,15 +91,14 @@ void GraphBuilder::rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, con
                      {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"ROT", s.rot}, {"PAGE", s.page}, {"NEOX", s.neox},
                       {"QK_NORM", s.qk_norm}, {"HAS_BIAS", s.bias}, {"EPS", s.eps}, {"RH_SLOTS", kRopeSlots}}};
   const std::vector<gpu::Binding> b = {q, k_cache, v_cache, qkv, aux, rope, pages, *step_};
-  add(key, b, Grid::PerToken, (heads + kRopeSlots - 1) / kRopeSlots);
+  RowOp& d = add<RowOp>(key, b);
+  d.a = (heads + kRopeSlots - 1) / kRopeSlots;
   key.constants["RH_SLOTS"] = 1;
-  Dispatch& d = g_.ops.back();
-  d.single = &k_.get(key);
-  d.single_group = k_.device().bind(*d.single, b, "rope_kv_1:" + q.label());
-  d.single_groups = heads, d.single_per_token = true, d.single_max = 1, d.single_role = d.role;
-  if (in_matvec) g_.ops.back().skip_long = true, g_.ops.back().long_after = kAttnDecodeMax;
+  d.single = variant(key, b, "rope_kv_1:" + q.label());
+  d.single_groups = heads, d.single_max = 1;
+  if (in_matvec) d.skip_long = true, d.long_after = kAttnDecodeMax;
   key.constants["RH_SLOTS"] = kRopeSlots;
-  rope_ = RopeOp{g_.ops.size() - 1, &qkv, &aux, &rope, key, b};
+  rope_ = RopeOp{last(), &qkv, &aux, &rope, key, b};
 }
 
 void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, const gpu::Buffer& q,
@@ -116,11 +113,11 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
   const std::vector<gpu::Binding> b = {part, q, k_cache, v_cache, pages, *step_};
   // A workgroup per query head and split: what the variants below leave (none of them, when every
   // one-token pass takes attention_decode and every longer one the blocked or flash kernel).
-  add(key(1), b, Grid::AttentionSplits, s.nh, s.split);
+  AttentionOp& d = add<AttentionOp>(key(1), b);
+  d.nh = s.nh, d.split = s.split;
   // The query heads of one KV head together (up to 8: the kernel's register arrays).
   uint32_t g = s.nh / s.nkv;
   while (g > 8) g = (g % 2 == 0) ? g / 2 : 1;
-  Dispatch& d = g_.ops.back();
   d.bytes_per_position = (uint64_t)s.nkv * s.hd * 2 * 2;  // f16 key and value of every KV head
   // Long passes: kAttnRows query rows per workgroup, blk_g heads of a KV head x the rest in tokens.
   const uint32_t blk_g = std::min(g, kAttnBlockHeads), tq = kAttnRows / blk_g;
@@ -128,15 +125,13 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     gpu::KernelKey bk = key(blk_g);
     bk.constants["TQ"] = tq;
     bk.constants["STAGE_V"] = 0;  // many workgroups of 8 rows: staged values cost 5-19% (bench/EXPERIMENTS.md)
-    const gpu::Pipeline& bp = k_.get(bk);
-    d.blocked = &bp;
-    d.blocked_group = k_.device().bind(bp, b, "attention_blocked:" + part.label());
+    d.blocked = variant(bk, b, "attention_blocked:" + part.label(), d.main.role);
     d.blocked_a = s.nh / blk_g, d.blocked_tq = tq, d.blocked_min = kAttnBlockedMinTokens;
   }
   flash_.reset();
   const uint32_t fg = s.nh / s.nkv;  // a tile is the query heads of one KV head x 32 / fg tokens
   if (flash_serves(s.hd, s.nh, s.nkv)) {
-    AttnDirect f{g_.ops.size() - 1,
+    AttnDirect f{last(),
               {"attention_flash", {{"XOUT", "x_out_none"}, {"QIN", "q_flash_plain"}},
                {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"G", fg},
                 {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
@@ -144,20 +139,19 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     // The queries made in flash attention from the raw rows, and the rope_kv just before (when it is)
     // left the keys and values only, in every pass flash attention serves (a third of its heads on
     // Qwen3-4B, and q neither written nor read back).
-    const bool rope_here = rope_in_flash_ && rope_ && rope_->op + 1 == g_.ops.size() - 1 &&
+    const bool rope_here = rope_in_flash_ && rope_ && rope_->op + 1 == last() &&
                            k_.device().limits().maxStorageBuffersPerShaderStage >= 10;
     if (rope_here) {
       f.key.includes["QIN"] = "q_flash_rope";
       set_rope_constants(f.key, s);
       f.bindings[1] = *rope_->qkv;
       f.bindings.push_back(*rope_->aux), f.bindings.push_back(*rope_->rope);
-      Dispatch& r = g_.ops[rope_->op];
+      RowOp& r = g_.op<RowOp>(rope_->op);
       gpu::KernelKey kv = rope_->key;
       kv.constants["FIRST_HEAD"] = s.nh;
-      r.long_main = &k_.get(kv);
-      r.long_main_group = k_.device().bind(*r.long_main, rope_->bindings, "rope_kv_kv:" + q.label());
+      r.long_main = variant(kv, rope_->bindings, "rope_kv_kv:" + q.label(), "rope_kv_kv");
       r.long_a = (2 * s.nkv + kRopeSlots - 1) / kRopeSlots;
-      r.long_min = kAttnFlashMinTokens, r.long_main_role = "rope_kv_kv";
+      r.long_min = kAttnFlashMinTokens;
     }
     const uint32_t wg_bytes = k_.device().limits().maxComputeWorkgroupStorageSize;
     f.key.constants["TILE"] = flash_tile_force_ && flash_bytes(s.hd, flash_tile_force_) <= wg_bytes
@@ -168,19 +162,16 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
       f.key.constants["TILE"] = 32;
       f.key.constants["HALVES"] = 2;
     }
-    const gpu::Pipeline& fp = k_.get(f.key);
-    d.flash = &fp;
-    d.flash_group = k_.device().bind(fp, f.bindings, "attention_flash:" + att.label());
+    d.flash = variant(f.key, f.bindings, "attention_flash:" + att.label(), "attention_flash");
     d.flash_a = s.nh / fg, d.flash_tq = kAttnFlashRows / fg, d.flash_min = kAttnFlashMinTokens;
     gpu::KernelKey sk = f.key;
     sk.constants["SPLITS"] = 1;
-    d.flash_split = &k_.get(sk);
-    d.flash_split_group = k_.device().bind(*d.flash_split, f.bindings, "attention_flash_split:" + part.label());
+    d.flash_split = variant(sk, f.bindings, "attention_flash_split:" + part.label(), "attention_flash_split");
     flash_ = std::move(f);
   }
   decode_.reset();
   {
-    AttnDirect o{g_.ops.size() - 1,
+    AttnDirect o{last(),
                  {"attention_decode", {{"XOUT", "x_out_none"}, {"QIN", "q_in_plain"}, {"REDUCE", "reduce_wg"}, {"PACK8", pack8_snippet()}},
                   {{"HD", s.hd}, {"NH", s.nh}, {"NKV", s.nkv}, {"PAGE", s.page}, {"SCALE", 1.0 / std::sqrt((double)s.hd)}}},
                  {att, q, k_cache, v_cache, pages, *step_}};
@@ -206,25 +197,24 @@ void GraphBuilder::attention(const gpu::Buffer& att, const gpu::Buffer& part, co
     // The query, key and value heads made in the kernel as below (q_in_rope_split.wgsl), so that no
     // one-token pass runs rope_kv, except where the QKV matvec stores the roped heads in those passes
     // (Llama: rope_kv's skip_long).
-    const bool rope_here = rope_in_decode_ && rope_ && rope_->op + 1 == g_.ops.size() - 1;
-    if (rope_here && !g_.ops[rope_->op].skip_long) {
+    RowOp* rope_op = rope_ ? &g_.op<RowOp>(rope_->op) : nullptr;
+    const bool rope_here = rope_in_decode_ && rope_ && rope_->op + 1 == last();
+    if (rope_here && !rope_op->skip_long) {
       sk.includes["QIN"] = "q_in_rope_split";
       set_rope_constants(sk, s);
       sb = {part, *rope_->qkv, k_cache, v_cache, pages, *step_, *rope_->aux, *rope_->rope};
-      g_.ops[rope_->op].skip_long = true, g_.ops[rope_->op].long_after = kAttnDecodeMax;
+      rope_op->skip_long = true, rope_op->long_after = kAttnDecodeMax;
     }
-    d.decode_split = &k_.get(sk);
-    d.decode_split_group = k_.device().bind(*d.decode_split, sb, "attention_decode_split:" + part.label());
+    d.decode_split = variant(sk, sb, "attention_decode_split:" + part.label(), "attention_decode_split");
     // Unsplit decode steps: the query, key and value heads made here from the raw qkv row (q_in_rope.wgsl),
     // and the rope_kv just before skipped, when it is just before.
     if (rope_here) {
       o.key.includes["QIN"] = "q_in_rope";
       set_rope_constants(o.key, s);
       o.bindings = {att, *rope_->qkv, k_cache, v_cache, pages, *step_, *rope_->aux, *rope_->rope};
-      g_.ops[rope_->op].skip_decode_max = kAttnDecodeMax;
+      rope_op->skip_decode_max = kAttnDecodeMax;
     }
-    d.decode = &k_.get(o.key);
-    d.decode_group = k_.device().bind(*d.decode, o.bindings, "attention_decode:" + att.label());
+    d.decode = variant(o.key, o.bindings, "attention_decode:" + att.label(), "attention_decode");
     d.decode_max = kAttnDecodeMax;
     decode_ = std::move(o);
   }
@@ -261,12 +251,13 @@ void GraphBuilder::attention_combine(const gpu::Buffer& att, const gpu::Buffer& 
   // A thread a dim on heads past 64 dims (H200, Qwen3-4B at 4,096 positions: decode +0.2% Q4_0, +0.9%
   // Q4_K_M against 64 threads of two dims each: bench/EXPERIMENTS.md).
   key.constants["WG"] = s.hd > 64 ? 128 : 64;
-  add(key, {att, part, *step_}, Grid::PerToken, s.nh);
+  RowOp& c = add<RowOp>(key, {att, part, *step_});
+  c.a = s.nh;
   // The attention just before wrote att itself in its long passes (flash) and short decode steps.
   std::optional<AttnDirect> flash = std::move(flash_), decode = std::move(decode_);
   flash_.reset(), decode_.reset();
-  if (flash) g_.ops.back().skip_min = g_.ops[flash->op].flash_min, g_.ops.back().unless_flash_split = true;
-  if (decode) g_.ops.back().skip_decode_max = g_.ops[decode->op].decode_max;
+  if (flash) c.skip_min = g_.op<AttentionOp>(flash->op).flash_min, c.unless_flash_split = true;
+  if (decode) c.skip_decode_max = g_.op<AttentionOp>(decode->op).decode_max;
   if (s.hd % 32 == 0) q8_producer(att, key, {att, part, *step_}, std::move(flash), std::move(decode));  // a head's output is whole units
 }
 

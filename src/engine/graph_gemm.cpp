@@ -43,16 +43,15 @@ uint64_t GraphBuilder::split_k_scratch_bytes(uint32_t max_tokens) {
 void GraphBuilder::add_gemm_wide(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                                  const std::map<std::string, double>& gemm_constants) {
   if (k_.device().limits().maxComputeWorkgroupStorageSize < kGemmWideBytes) return;
-  Dispatch& d = g_.ops.back();
+  MatmulOp& d = g_.op<MatmulOp>(last());
   const uint32_t wide_a = (p.rows + (w.gated ? 63 : 127)) / (w.gated ? 64 : 128);
   bool pays = gemm_wide_force_;  // no pipeline where no pass would run it (small matrices)
   for (uint32_t t = 64; t <= kGemmWideMaxTokens && !pays; t += 64) pays = gemm_wide_pays(d.a, wide_a, t);
   if (!pays) return;
-  d.wide = &k_.get({"gemm", {{"WEIGHT", weight_snippet(p.type)}, {"TILE", "gemm_rq2"}}, gemm_constants});
-  d.wide_group = k_.device().bind(*d.wide, {y, x, p.buf, *step_}, "gemm_wide:" + y.label());
+  d.wide = variant({"gemm", {{"WEIGHT", weight_snippet(p.type)}, {"TILE", "gemm_rq2"}}, gemm_constants},
+                   {y, x, p.buf, *step_}, "gemm_wide:" + y.label(), d.main.role + "_wide");
   d.wide_a = wide_a;
   d.wide_always = gemm_wide_force_;
-  d.wide_role = d.role + "_wide";
 }
 
 bool GraphBuilder::gemm_wide_pays(uint32_t narrow_tiles, uint32_t wide_tiles, uint32_t tokens) {
@@ -66,7 +65,7 @@ uint32_t GraphBuilder::choose_ksplit(uint32_t row_tiles, uint32_t units) {
   return std::max(1u, std::min({kSplitMaxK, kSplitGroups / row_tiles, units / kSplitMinUnits}));
 }
 
-// Adds the split-K variant to the gemm dispatch just added for part p (see Dispatch::split).
+// Adds the split-K variant to the gemm dispatch just added for part p (MatmulOp::split).
 void GraphBuilder::add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
                                const std::map<std::string, double>& gemm_constants, uint32_t row_tiles) {
   const uint32_t units = (w.cols + 31) / 32;
@@ -80,13 +79,12 @@ void GraphBuilder::add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const
   std::map<std::string, double> c = gemm_constants;
   c["KSPLIT"] = ksplit;
   const std::string snippet = weight_snippet(p.type);
-  const gpu::Pipeline& split = k_.get({"gemm", {{"WEIGHT", snippet}}, c});
-  Dispatch& d = g_.ops.back();
-  d.split = &split;  // binds the scratch where the unsplit kernel binds y
-  d.split_group = k_.device().bind(split, {*split_scratch_, x, p.buf, *step_}, "gemm_split:" + y.label());
+  MatmulOp& d = g_.op<MatmulOp>(last());
+  // binds the scratch where the unsplit kernel binds y
+  d.split = variant({"gemm", {{"WEIGHT", snippet}}, c}, {*split_scratch_, x, p.buf, *step_}, "gemm_split:" + y.label(),
+                    "gemm_split_" + snippet.substr(7));
   d.ksplit = ksplit, d.split_max = split_max_;
   add_reduce(y, p, w, c.at("Y_STRIDE"), ksplit);
-  d.split_role = "gemm_split_" + snippet.substr(7);
 }
 
 // gemm_reduce.wgsl after the split variant of the gemm dispatch just added.
@@ -94,10 +92,8 @@ void GraphBuilder::add_reduce(const gpu::Buffer& y, const MatrixPart& p, const M
                               uint32_t ksplit) {
   std::map<std::string, double> rc = {{"ROWS", p.rows}, {"KSPLIT", ksplit}, {"Y_OFFSET", p.row0}, {"Y_STRIDE", y_stride}};
   if (w.gated) rc["GATED"] = 1;
-  const gpu::Pipeline& reduce = k_.get({"gemm_reduce", {}, rc});
-  Dispatch& d = g_.ops.back();
-  d.reduce = &reduce;
-  d.reduce_group = k_.device().bind(reduce, {y, *split_scratch_, *step_}, "gemm_reduce:" + y.label());
+  MatmulOp& d = g_.op<MatmulOp>(last());
+  d.reduce = variant({"gemm_reduce", {}, rc}, {y, *split_scratch_, *step_}, "gemm_reduce:" + y.label(), "gemm_reduce");
   d.reduce_blocks = (p.rows + kReduceRows - 1) / kReduceRows;
 }
 
@@ -126,12 +122,9 @@ void GraphBuilder::add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, con
   if (ksplit < 2 || need > split_scratch_->size()) return;
   gpu::KernelKey sk = key;
   sk.constants["KSPLIT"] = ksplit;
-  const gpu::Pipeline& split = k_.get(sk);
-  Dispatch& d = g_.ops.back();
-  d.split = &split;
-  d.split_group = k_.device().bind(split, {*split_scratch_, *xq_, p.buf, *xs_, *step_}, "gemm_q8_split:" + y.label());
+  MatmulOp& d = g_.op<MatmulOp>(last());
+  d.split = variant(sk, {*split_scratch_, *xq_, p.buf, *xs_, *step_}, "gemm_q8_split:" + y.label(), d.main.role + "_split");
   d.ksplit = ksplit, d.split_max = split_max;
-  d.split_role = d.role + "_split";
   add_reduce(y, p, w, key.constants.at("Y_STRIDE"), ksplit);
 }
 
