@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: bench/ab_prepare.sh OLD_BUILD_DIR NEW_BUILD_DIR [MORE_BUILD_DIRS...]" >&2; exit 1; }
 A=.cache/ab
 LIMIT=$(( 64 * 1024 * 1024 ))
-rm -rf "$A" && mkdir -p "$A/vocab"
+rm -rf "$A" && mkdir -p "$A"
 n=0
 for dir in "$@"; do
   n=$(( n + 1 ))
@@ -21,15 +21,15 @@ for dir in "$@"; do
   else git -C "$dir/.." rev-parse --short=12 HEAD > "$A/$side-commit.txt" 2>/dev/null || echo unknown > "$A/$side-commit.txt"; fi
   echo "$side" >> "$A/sides.txt"
 done
-# tools/shader-stats from the new build where it was built (bench/shader_stats_h200.sh).
-[ -x "$2/shader_stats" ] && strip -o "$A/shader_stats" "$2/shader_stats"
+# tools/shader-stats from the new build where it was built and SHADER_STATS=1 asks (bench/shader_stats_h200.sh).
+[ -x "$2/shader_stats" ] && [ -n "${SHADER_STATS:-}" ] && strip -o "$A/shader_stats" "$2/shader_stats"
 # Dawn and the shared libraries: from the new build (the old binary finds Dawn through LD_LIBRARY_PATH).
 strip --strip-unneeded -o "$A/libwebgpu_wrapper.so" "$2/libwebgpu_wrapper.so"
 cp -L "$(ldd "$2/ztvm" | awk '/libutf8proc.so.2/ {print $3}')" "$A/libutf8proc.so.2"
 for lib in libcpp-httplib.so.0.11 libbrotlidec.so.1 libbrotlienc.so.1 libbrotlicommon.so.1; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')" "$A/$lib"
 done
-for v in llama-bpe qwen2 phi-3; do xz -dc "testdata/vocab/ggml-vocab-$v.gguf.xz" > "$A/vocab/ggml-vocab-$v.gguf"; done
+# The vocab files travel in the tree (testdata/vocab/*.xz): ab_unpack.sh unpacks them there.
 gzip -1 "$A"/*/ztvm "$A/libwebgpu_wrapper.so"  # ab_h200.sh unpacks them: four builds fit the carry
 tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 carry=$(du -cb "$A" .gl | tail -1 | cut -f1)

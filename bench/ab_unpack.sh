@@ -8,6 +8,11 @@ rm -rf "$A" && cp -r .cache/ab "$A"
 export LD_LIBRARY_PATH=$A
 for f in "$A"/*/ztvm.gz "$A/libwebgpu_wrapper.so.gz"; do [ -f "$f" ] && gunzip -f "$f"; done
 chmod +x "$A"/*/ztvm 2>/dev/null || true
+mkdir -p "$A/vocab"
+for f in testdata/vocab/*.gguf.xz; do
+  v="$A/vocab/$(basename "${f%.xz}")"
+  xz -dc "$f" > "$v" 2>/dev/null || python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$f" > "$v"
+done
 
 # ab_model SHAPE:QUANT: the path of that `ztvm synth` file in /tmp/ztvm-ab-models, written first if
 # missing (by the new build); a path ending in .gguf is taken as it is.

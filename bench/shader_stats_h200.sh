@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/ab_unpack.sh  # $A: the packed builds, unpacked
-[ -x "$A/shader_stats" ] || { echo "shader_stats_h200: .cache/ab holds no shader_stats (ab_prepare.sh packs it from the new build)" >&2; exit 1; }
+[ -x "$A/shader_stats" ] || { echo "shader_stats_h200: .cache/ab holds no shader_stats (SHADER_STATS=1 bench/ab_prepare.sh packs it from the new build)" >&2; exit 1; }
 MODELS=${MODELS:-"qwen3-4b:Q4_0"}
 ARGS=${ARGS:-"-p 1024 -n 4 -r 1"}
 mkdir -p "${OUT:-/tmp}"

@@ -135,17 +135,22 @@ void Forward::build(Head head, Graph& graph) {
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};
   const uint32_t d = c.hidden_size;
 
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++)
+    if (c.layer(l).mixer != Mixer::Attention || c.layer(l).ffn != Ffn::Dense)
+      throw std::logic_error("layer " + std::to_string(l) + ": a kind this forward pass does not build");
   g.embed(s.x_a, s.ids, w.token_embd);                        // x = token_embd[ids]
   g.rmsnorm(s.xb, s.x_a, w.layers[0].attn_norm, d, eps, &s.zeros, &s.x_b);  // xb = rmsnorm(x) * attn_norm
   for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
     const LayerWeights& L = w.layers[l];
     const gpu::Buffer& next_norm = l + 1 < c.num_hidden_layers ? w.layers[l + 1].attn_norm : w.output_norm;
+    // Full attention (LayerKind: every layer of the architectures read today).
     g.matmul(s.qkv, s.xb, L.qkv);                             // qkv = [Wq; Wk; Wv] xb
     g.rope_kv(s.q, s.k_cache[l], s.v_cache[l], s.qkv, L.aux, s.rope, s.pages, shape);  // q, k = rope(qk_norm(q, k)); cache k, v
     g.attention(s.att, s.part, s.q, s.k_cache[l], s.v_cache[l], s.pages, shape);  // softmax(q k^T / sqrt(hd)) v, per split (long passes, early decode steps: att)
     g.attention_combine(s.att, s.part, shape);                // merge the splits (not after flash or decode attention)
     g.matmul(s.proj, s.att, L.attn_output);                   // proj = Wo att
     g.add_rmsnorm(s.xb, s.x_b, s.x_a, s.proj, L.ffn_norm, d, eps);  // x' = x + proj; xb = rmsnorm(x') * ffn_norm
+    // Dense FFN.
     g.matmul(s.h, s.xb, L.gate_up);                           // h = silu(Wgate xb) * (Wup xb)
     g.matmul(s.proj, s.h, L.ffn_down);                        // proj = Wdown h
     g.add_rmsnorm(s.xb, s.x_a, s.x_b, s.proj, next_norm, d, eps);  // x = x' + proj; xb = rmsnorm(x) * next norm

@@ -18,6 +18,17 @@ enum class RopeStyle {
   Neox,    // rotate halves (x[i], x[i+d/2]) — HF rotate_half; GGUF qwen2/qwen3/phi3
 };
 
+// What one layer is made of: the block that mixes tokens and the feed-forward block after it. Every
+// architecture read today has full attention and a dense FFN in every layer; hybrid ones (Qwen3.5's
+// gated DeltaNet in three layers of four) and mixture-of-experts ones add kinds here, set per layer
+// by the loaders, and forward.cpp builds each layer by its kind.
+enum class Mixer { Attention };
+enum class Ffn { Dense };
+struct LayerKind {
+  Mixer mixer = Mixer::Attention;
+  Ffn ffn = Ffn::Dense;
+};
+
 struct ModelConfig {
   Arch arch = Arch::Llama;
   std::string arch_name;         // "llama", "qwen2", "qwen3", "phi3"
@@ -48,6 +59,9 @@ struct ModelConfig {
   int32_t bos_token_id = -1;
   std::vector<int32_t> eos_token_ids;
   Pooling pooling = Pooling::Unset;  // an embedding model's pooling (decoder LLMs name none)
+  // Per layer (empty: every layer the default kind, full attention and a dense FFN).
+  std::vector<LayerKind> layer_kinds;
+  LayerKind layer(uint32_t l) const { return l < layer_kinds.size() ? layer_kinds[l] : LayerKind{}; }
 };
 
 }  // namespace ztvm
