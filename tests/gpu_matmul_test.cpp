@@ -66,6 +66,27 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(info.param.cols) + "_T" + std::to_string(info.param.tokens);
     });
 
+// An LM head of a width that is not whole 32-element units (no matvec takes it): the last token's
+// row through the GEMM, one token tile whatever the pass's length, in a pass of 70 tokens.
+TEST(Kernels, OneTokenHeadOfAnyWidth) {
+  gpu::Kernels k(device());
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16}) {
+    EncodedMatrix w(t, 130, 100, 3);
+    Matrix m = upload_matrix(device(), "test.head", {&w.view});
+    const std::vector<float> x = random_vec(100, 4);
+    gpu::Buffer xb = upload("test.x_last", x), y = device().buffer("test.logits", 130 * 4);
+    gpu::Buffer step = step_buffer(0, 70), last = step_buffer(69, 1);
+    Graph g;
+    GraphBuilder b(k, g, step);
+    b.use_step(last);
+    b.matmul(y, xb, m, 0, true);
+    ASSERT_EQ(g.ops.size(), 1u);
+    EXPECT_EQ(runs(g, 0, 70), "main");
+    run(g, 0, 70);
+    EXPECT_LT(nmse(read(y, 130), ref::matmul(w.ref(), x)), 1e-10) << type_name(t);
+  }
+}
+
 TEST(Kernels, GatedMatmulMatchesCpu) {
   gpu::Kernels k(device());
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16}) {

@@ -285,14 +285,14 @@ TEST(Gguf, ModelLevelErrors) {
   rewrite_stories(dir.file("missing.gguf"), [](const TensorView& t, GgufWriter&) { return t.name == "blk.2.ffn_norm.weight"; });
   expect_model_error([&] { open_model(dir.file("missing.gguf")); }, {"missing tensor blk.2.ffn_norm.weight", "[64]"});
 
-  rewrite_stories(dir.file("q5.gguf"), [](const TensorView& t, GgufWriter& w) {
+  rewrite_stories(dir.file("q8_1.gguf"), [](const TensorView& t, GgufWriter& w) {
     if (t.name != "blk.0.ffn_up.weight") return false;
-    w.add_tensor(t.name, GgmlType::Q5_0, t.ne, std::vector<uint8_t>(row_bytes(GgmlType::Q5_0, 64) * 172));
+    w.add_tensor(t.name, GgmlType::Q8_1, t.ne, std::vector<uint8_t>(row_bytes(GgmlType::Q8_1, 64) * 172));
     return true;
   });
-  expect_model_error([&] { open_model(dir.file("q5.gguf")); }, {"blk.0.ffn_up.weight", "type Q5_0 is not supported"});
-  // The file itself is fine: the reader lists Q5_0 tensors (for `ztvm info`), only the model refuses.
-  EXPECT_EQ(GgufFile::open(dir.file("q5.gguf"))->find("blk.0.ffn_up.weight")->type, GgmlType::Q5_0);
+  expect_model_error([&] { open_model(dir.file("q8_1.gguf")); }, {"blk.0.ffn_up.weight", "type Q8_1 is not supported"});
+  // The file itself is fine: the reader lists Q8_1 tensors (for `ztvm info`), only the model refuses.
+  EXPECT_EQ(GgufFile::open(dir.file("q8_1.gguf"))->find("blk.0.ffn_up.weight")->type, GgmlType::Q8_1);
 
   write_bytes(dir.file("empty.gguf"), {});
   expect_model_error([&] { open_model(dir.file("empty.gguf")); }, {"not a GGUF file", "0 bytes"});

@@ -51,7 +51,8 @@ TEST(Synth, TinyShapesLoadWithTheirConfigAndTheVocabulary) {
   auto vocab = GgufFile::open(kPhi3Vocab);
   const uint64_t n_tokens = vocab->find_value("tokenizer.ggml.tokens")->array_size();
   for (Arch arch : {Arch::Llama, Arch::Qwen3, Arch::Phi3}) {
-    for (QuantMix mix : {QuantMix::Q4_0, QuantMix::Q4_K_M, QuantMix::Q8_0, QuantMix::F16}) {
+    for (QuantMix mix : {QuantMix::Q4_0, QuantMix::Q4_K_M, QuantMix::Q8_0, QuantMix::F16, QuantMix::Q5_K_M,
+                         QuantMix::Q3_K_M, QuantMix::IQ4_XS}) {
       const ModelConfig c = small(arch);
       SCOPED_TRACE(c.arch_name + " " + quant_mix_name(mix));
       const std::string path = dir.file("m.gguf");
@@ -83,7 +84,8 @@ TEST(Synth, TinyShapesLoadWithTheirConfigAndTheVocabulary) {
           continue;
         }
         EXPECT_EQ(t.type, quant_mix_type(mix, role_of(t.name), layer_of(t.name), c.num_hidden_layers,
-                                         c.tie_word_embeddings, t.cols())) << t.name;
+                                         c.tie_word_embeddings, t.cols(),
+                                         c.num_attention_heads / c.num_key_value_heads)) << t.name;
       }
     }
   }
@@ -203,6 +205,7 @@ TEST(Synth, ShortVocabularyIsPaddedLongerIsRefused) {
 
 TEST(Synth, UnknownNamesAreErrors) {
   EXPECT_THROW(synth_shape("llama-7b"), ModelError);
-  EXPECT_THROW(parse_quant_mix("Q5_K_M"), ModelError);
+  EXPECT_THROW(parse_quant_mix("IQ2_XXS"), ModelError);
+  EXPECT_EQ(parse_quant_mix("q5_k_m"), QuantMix::Q5_K_M);
   EXPECT_EQ(parse_quant_mix("q4_k_m"), QuantMix::Q4_K_M);
 }

@@ -19,7 +19,7 @@ int run_convert(int argc, char** argv) {
   std::string model_path, out_path, type_str = "F16", vocab_path;
   app.add_option("model", model_path, "input: a .gguf file or a directory with config.json + *.safetensors")->required();
   app.add_option("-o,--output", out_path, "output .gguf path")->required();
-  app.add_option("--type", type_str, "element type: F32, F16, BF16, Q8_0, Q4_0, Q4_K (default F16)");
+  app.add_option("--type", type_str, std::string("element type: ") + convert_type_list() + " (default F16)");
   std::string name;
   app.add_option("--name", name, "general.name to write (default: the source's name)");
   app.add_option("--vocab", vocab_path, "GGUF file whose tokenizer.* metadata is copied into the output");
@@ -27,7 +27,7 @@ int run_convert(int argc, char** argv) {
 
   GgmlType type;
   if (!type_from_name(type_str.c_str(), &type))
-    throw ModelError("--type: unknown type '" + type_str + "' (expected F32, F16, BF16, Q8_0, Q4_0 or Q4_K)");
+    throw ModelError("--type: unknown type '" + type_str + "' (expected one of " + convert_type_list() + ")");
   model_path = hub::resolve_model(model_path);
   refuse_output_over_input(out_path, model_path, "input");
   refuse_output_over_input(out_path, vocab_path, "--vocab");
@@ -52,7 +52,7 @@ int run_convert(int argc, char** argv) {
   return 0;
 }
 
-Command reg("convert", "convert a model to GGUF (F32/F16/BF16/Q8_0/Q4_0/Q4_K)", run_convert);
+Command reg("convert", "convert a model to GGUF (F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q5_K/Q6_K/...)", run_convert);
 
 }  // namespace
 }  // namespace ztvm::cli

@@ -19,7 +19,7 @@ int run_synth(int argc, char** argv) {
   uint64_t seed = 1;
   unsigned threads = 0;
   app.add_option("--shape", shape, std::string("model shape: ") + synth_shape_names())->required();
-  app.add_option("--type", type_str, "Q4_0, Q4_K_M, Q8_0 or F16 (per-tensor types as llama-quantize picks them)");
+  app.add_option("--type", type_str, "Q4_0, Q4_K_M, Q5_K_M, Q3_K_M, IQ4_XS, Q8_0 or F16 (per-tensor types as llama-quantize picks them)");
   app.add_option("--vocab", vocab_path, "GGUF file whose tokenizer.* metadata is copied (e.g. ggml-vocab-llama-bpe.gguf)");
   app.add_option("-o,--output", out_path, "output .gguf path")->required();
   app.add_option("--seed", seed, "random seed (same seed, same bytes)");

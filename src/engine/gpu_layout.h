@@ -12,6 +12,7 @@
 //   for codes 0..15 and 16..31: code 4m + b's pair at bits 8b + 2m of its word), the 16 int8 scales,
 //   and d first instead of last when the block starts 2 bytes past a word (blocks are 210 bytes), so
 //   that the codes and scales always start on a word.
+// The other quantized types are read as stored (their weight_*.wgsl say how).
 #pragma once
 #include <cstdint>
 
@@ -19,6 +20,18 @@
 
 namespace ztvm {
 
+// Whether the GPU's matvecs and GEMM on this type read x as int8 units (a dotq8_*.wgsl for it): every
+// quantized type but Q2_K, whose per-16 mins want per-16 sums of x. The CPU twins follow it.
+inline bool int8_dot_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
+    case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
+    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: case GgmlType::MXFP4:
+      return true;
+    default:
+      return false;
+  }
+}
 // Whether rows of this type and width go to the GPU rearranged.
 bool gpu_layout_differs(GgmlType type, uint64_t cols);
 // `rows` rows of GGUF blocks at src into the GPU layout at dst; dst_offset: where the first row lands

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "engine/gpu_layout.h"
 #include "model/model_error.h"
 
 namespace ztvm {
@@ -23,6 +24,15 @@ std::string weight_snippet(GgmlType t) {
     case GgmlType::Q4_0: return "weight_q4_0";
     case GgmlType::Q4_K: return "weight_q4_k";
     case GgmlType::Q6_K: return "weight_q6_k";
+    case GgmlType::Q4_1: return "weight_q4_1";
+    case GgmlType::Q5_0: return "weight_q5_0";
+    case GgmlType::Q5_1: return "weight_q5_1";
+    case GgmlType::Q2_K: return "weight_q2_k";
+    case GgmlType::Q3_K: return "weight_q3_k";
+    case GgmlType::Q5_K: return "weight_q5_k";
+    case GgmlType::IQ4_NL: return "weight_iq4_nl";
+    case GgmlType::IQ4_XS: return "weight_iq4_xs";
+    case GgmlType::MXFP4: return "weight_mxfp4";
     default: throw ModelError(std::string("no GPU kernel for weight type ") + type_name(t));
   }
 }
@@ -131,7 +141,6 @@ void GraphBuilder::emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tok
 
 void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride,
                           bool one_token) {
-  if (one_token && w.cols % 32 != 0) throw ModelError("LM head width " + std::to_string(w.cols) + " is not a multiple of 32");
   const bool q8 = xq_ && w.cols % 32 == 0 &&
                   std::any_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
   const uint32_t q8_max = one_token ? 1 : q8_max_;  // the longest pass that reads int8 x
@@ -205,7 +214,9 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       std::map<std::string, double> gc = c;
       // Four units per step need 20 KB of workgroup memory (every desktop GPU has 32+; WebGPU's floor is 16).
       gc["UPS"] = k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 ? 4 : 2;
-      if (p.type == GgmlType::Q4_K || p.type == GgmlType::Q6_K) gc["LOWREG"] = 1;  // measured per type (gemm_q8.wgsl)
+      // Measured per type on the H200 (gemm_q8.wgsl); Q5_K and Q3_K decode as much per unit: as Q4_K, unmeasured.
+      if (p.type == GgmlType::Q4_K || p.type == GgmlType::Q6_K || p.type == GgmlType::Q5_K || p.type == GgmlType::Q3_K)
+        gc["LOWREG"] = 1;
       const gpu::KernelKey key{"gemm_q8", {{"WEIGHT", snippet}, {"DOT", "dotq8_" + snippet.substr(7)}}, gc};
       MatmulOp& op = add<MatmulOp>(key, {y, *xq_, p.buf, *xs_, *step_});
       op.a = row_tiles, op.bytes = p.buf.size();
@@ -218,13 +229,14 @@ void GraphBuilder::matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matr
       }
     } else {
       MatmulOp& op = add<MatmulOp>({"gemm", {{"WEIGHT", snippet}}, c}, {y, x, p.buf, *step_});
-      op.a = row_tiles, op.bytes = p.buf.size();
+      op.a = row_tiles, op.bytes = p.buf.size(), op.one_token = one_token;
       if (!one_token) add_gemm_wide(y, x, p, w, c);
       if (split_scratch_ && !one_token) add_split_k(y, x, p, w, c, row_tiles);
     }
     // Decode: the matvec kernel. Quantized weights need int8 x for it (use_q8_x); without, their
-    // one-token passes run the GEMM.
-    const bool float_type = p.type == GgmlType::F32 || p.type == GgmlType::F16 || p.type == GgmlType::BF16;
+    // one-token passes run the GEMM. Q2_K has no int8 dot: its matvec reads f32 x (dot_unit.wgsl).
+    const bool float_type = p.type == GgmlType::F32 || p.type == GgmlType::F16 || p.type == GgmlType::BF16 ||
+                            p.type == GgmlType::Q2_K;
     if (w.cols % 32 != 0 || !(int8_x || float_type)) continue;
     // The matvec kernel (rows of whole 32-element units). Rows per lane group: enough
     // workgroups to fill a large GPU on short matrices, x reuse on long ones. Thresholds and lane
@@ -382,9 +394,7 @@ bool GraphBuilder::emit_q8_from_matvec(const gpu::Buffer& x) {
   return true;
 }
 
-bool GraphBuilder::q8_x_type(GgmlType t) {
-  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
-}
+bool GraphBuilder::q8_x_type(GgmlType t) { return int8_dot_type(t); }
 
 // x -> int8 units in xq/xs (every token of passes up to max_tokens), before the matvecs that read them.
 void GraphBuilder::add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens) {

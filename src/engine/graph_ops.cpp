@@ -38,7 +38,7 @@ uint32_t MatmulOp::main_min() const {
 }
 
 void MatmulOp::encode(gpu::Recorder& rec, const Pass& p) const {
-  const uint32_t n = p.n_tokens, tiles = p.token_tiles();
+  const uint32_t n = p.n_tokens, tiles = one_token ? 1 : p.token_tiles();
   if (skip_one_token && n == 1) return;
   if (single && (n <= single_max || always_single))
     return (long_single && p.long_step(long_after) ? long_single : single).run(rec, single_groups, bytes);

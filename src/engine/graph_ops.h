@@ -91,6 +91,9 @@ struct MatmulOp : Op {
   // Passes of long_min+ tokens: the gated GEMM that stores h as int8 units, or the GEMM that reads them.
   Variant long_main;
   uint32_t long_min = 0;
+  // x holds one token whatever the pass (the LM head of the last): one token tile. Rows of widths
+  // the matvec does not take (not whole 32-element units) run the GEMM there.
+  bool one_token = false;
   // The shortest pass that runs the GEMM (main or long_main): past every other variant.
   uint32_t main_min() const;
   void encode(gpu::Recorder& rec, const Pass& p) const override;

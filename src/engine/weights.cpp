@@ -29,15 +29,38 @@ struct Uploader {
   const std::function<void(uint64_t, uint64_t)>& progress;
   uint64_t done = 0, total = 0;
 
+  // WebGPU writes whole words at word offsets, and rows of 17-, 18- or 22-byte blocks (MXFP4, Q4_0,
+  // Q5_0) may end mid-word: a write's last partial word waits here for the write that continues it
+  // (the up rows after the gate rows of one part), or flush() writes it padded with zeros.
+  struct Carry {
+    const gpu::Buffer* buf = nullptr;
+    uint64_t at = 0;  // a word offset
+    std::vector<uint8_t> bytes;  // 1..3
+  } carry;
+
   // Writes in slices so Dawn's staging memory stays small.
   void write(const gpu::Buffer& b, const uint8_t* src, uint64_t size, uint64_t offset) {
-    const uint64_t slice = 64ull << 20;
-    for (uint64_t o = 0; o < size; o += slice) {
-      uint64_t n = std::min(slice, size - o);
+    if (offset % 4) {  // completes the carried word first
+      if (carry.buf != &b || carry.at + carry.bytes.size() != offset)
+        throw std::logic_error("upload: an unaligned write to '" + b.label() + "' continues no earlier one");
+      const uint64_t k = std::min<uint64_t>(4 - offset % 4, size);
+      carry.bytes.insert(carry.bytes.end(), src, src + k);
+      src += k, size -= k, offset += k, done += k;
+      if (carry.bytes.size() < 4) return;
+    }
+    flush();
+    const uint64_t whole = size & ~uint64_t(3), slice = 64ull << 20;
+    for (uint64_t o = 0; o < whole; o += slice) {
+      uint64_t n = std::min(slice, whole - o);
       dev.write(b, src + o, n, offset + o);
       done += n;
       if (progress) progress(done, total);
     }
+    if (whole < size) carry = {&b, offset + whole, std::vector<uint8_t>(src + whole, src + size)}, done += size - whole;
+  }
+  void flush() {
+    if (carry.buf) dev.write(*carry.buf, carry.bytes.data(), carry.bytes.size(), carry.at);
+    carry = {};
   }
 
   // Whole rows of a matrix, in the layout the kernels read (engine/gpu_layout.h).
@@ -77,6 +100,7 @@ struct Uploader {
         p.rows = n;
         p.buf = dev.buffer(label + (numbered || v->rows() > per_part ? "." + std::to_string(m.parts.size()) : ""), n * rb);
         write_rows(p.buf, v->type, m.cols, v->data + r * rb, n, 0);
+        flush();
         m.parts.push_back(std::move(p));
       }
       m.rows += (uint32_t)v->rows();
@@ -121,6 +145,7 @@ struct Uploader {
         write_rows(p.buf, views[i]->type, m.cols, views[i]->data, views[i]->rows(), off);
         p.rows += (uint32_t)views[i]->rows();
       }
+      flush();
       m.rows += p.rows;
       m.parts.push_back(std::move(p));
     }
@@ -147,6 +172,7 @@ struct Uploader {
       p.buf = dev.buffer(label + (n < m.rows ? "." + std::to_string(m.parts.size()) : ""), 2 * n * rb);
       write_rows(p.buf, gate.type, m.cols, gate.data + r * rb, n, 0);
       write_rows(p.buf, up.type, m.cols, up.data + r * rb, n, n * rb);
+      flush();
       m.parts.push_back(std::move(p));
     }
     return m;

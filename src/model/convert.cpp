@@ -97,9 +97,10 @@ bool is_float(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t
 
 size_t quantize_weights(ModelFile& m, GgmlType type,
                         const std::function<void(size_t, size_t, const std::string&, GgmlType)>& progress) {
-  if (!type_supported(type) || is_float(type))
+  // Only the types the GPU engine reads in place (this re-encodes for running, not for a file).
+  if (type != GgmlType::Q8_0 && type != GgmlType::Q4_0 && type != GgmlType::Q4_K)
     throw ModelError(std::string("cannot quantize weights to ") + type_name(type) + " (supported: Q8_0, Q4_0, Q4_K)");
-  const GgmlType head_type = type == GgmlType::Q4_K ? GgmlType::Q6_K : type;
+  const GgmlType head_type = convert_head_type(type);
   // Float matrices, largest first, so that a fused tensor is re-encoded before the views inside it.
   std::vector<std::pair<const std::string*, TensorView*>> todo;
   for (auto& [name, v] : m.tensors)
@@ -147,31 +148,67 @@ uint64_t llama_permuted_row(uint64_t r, uint64_t head_dim) {
   return head * head_dim + (j % 2) * (head_dim / 2) + j / 2;
 }
 
+namespace {
+
+// What `ztvm convert --type T` writes: llama.cpp's `general.file_type` id (enum llama_ftype in
+// llama.h), the LM head's type, and the 32-element type for rows a 256-element block does not
+// divide (llama-quant.cpp's tensor_type_fallback, except Q4_K -> Q4_0 where it picks Q5_0: kept
+// from before the engine read Q5_0). Every type but F32/F16/BF16/Q8_0/Q4_0 gets a Q6_K head, as
+// llama-quantize gives one; the ids name the mix that is "T everywhere, Q6_K head" (*_K_S).
+struct ConvertType {
+  GgmlType type;
+  uint32_t file_type;
+  GgmlType head;
+  GgmlType narrow;  // for rows of a multiple of 32 but not of block_elems(type)
+};
+constexpr ConvertType kConvertTypes[] = {
+    {GgmlType::F32, 0, GgmlType::F32, GgmlType::F32},       {GgmlType::F16, 1, GgmlType::F16, GgmlType::F16},
+    {GgmlType::BF16, 32, GgmlType::BF16, GgmlType::BF16},   {GgmlType::Q8_0, 7, GgmlType::Q8_0, GgmlType::Q8_0},
+    {GgmlType::Q4_0, 2, GgmlType::Q4_0, GgmlType::Q4_0},    {GgmlType::Q4_1, 3, GgmlType::Q6_K, GgmlType::Q4_1},
+    {GgmlType::Q5_0, 8, GgmlType::Q6_K, GgmlType::Q5_0},    {GgmlType::Q5_1, 9, GgmlType::Q6_K, GgmlType::Q5_1},
+    {GgmlType::Q2_K, 10, GgmlType::Q6_K, GgmlType::Q4_0},   // MOSTLY_Q2_K
+    {GgmlType::Q3_K, 11, GgmlType::Q6_K, GgmlType::Q4_0},   // MOSTLY_Q3_K_S
+    {GgmlType::Q4_K, 14, GgmlType::Q6_K, GgmlType::Q4_0},   // MOSTLY_Q4_K_S
+    {GgmlType::Q5_K, 16, GgmlType::Q6_K, GgmlType::Q5_1},   // MOSTLY_Q5_K_S
+    {GgmlType::Q6_K, 18, GgmlType::Q6_K, GgmlType::Q8_0},   // MOSTLY_Q6_K
+    {GgmlType::IQ4_NL, 25, GgmlType::Q6_K, GgmlType::IQ4_NL},
+    {GgmlType::IQ4_XS, 30, GgmlType::Q6_K, GgmlType::IQ4_NL},
+};
+constexpr const char* kConvertTypeList = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
+
+const ConvertType* find_convert_type(GgmlType t) {
+  for (const ConvertType& c : kConvertTypes)
+    if (c.type == t) return &c;
+  return nullptr;
+}
+
+const ConvertType& convert_type_or_throw(GgmlType t) {
+  const ConvertType* c = find_convert_type(t);
+  if (!c) throw ModelError(std::string("convert: cannot write type ") + type_name(t) + " (supported: " + kConvertTypeList + ")");
+  return *c;
+}
+
+}  // namespace
+
 GgmlType convert_matrix_type(GgmlType requested, uint64_t cols) {
   GgmlType t = requested;
-  if (cols % block_elems(t) != 0) t = (t == GgmlType::Q4_K) ? GgmlType::Q4_0 : (t == GgmlType::Q6_K) ? GgmlType::Q8_0 : t;
+  if (cols % block_elems(t) != 0) {
+    const ConvertType* c = find_convert_type(t);
+    if (c) t = c->narrow;
+  }
   if (cols % block_elems(t) != 0) t = GgmlType::F16;
   return t;
 }
 
-uint32_t gguf_file_type(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q4_K: return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S: Q4_K with a Q6_K head
-    case GgmlType::Q6_K: return 18;
-    case GgmlType::BF16: return 32;
-    default: throw ModelError(std::string("convert: cannot write type ") + type_name(type));
-  }
-}
+GgmlType convert_head_type(GgmlType requested) { return convert_type_or_throw(requested).head; }
+
+uint32_t gguf_file_type(GgmlType type) { return convert_type_or_throw(type).file_type; }
+
+const char* convert_type_list() { return kConvertTypeList; }
 
 void convert_model(const ModelFile& in, const std::string& out_path, GgmlType type, const GgufFile* vocab_source,
                    const ConvertOptions& options) {
-  if (!type_supported(type))  // every type the engine computes with has a quantizer (quant.cpp)
-    throw ModelError(std::string("convert: cannot write type ") + type_name(type) +
-                     " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+  convert_type_or_throw(type);  // before anything is written
   const ModelConfig& c = in.config;
   GgufWriter w;
   write_config_metadata(w, c, gguf_file_type(type), block_elems(type) > 1, options.name.empty() ? c.name : options.name);
@@ -182,7 +219,7 @@ void convert_model(const ModelFile& in, const std::string& out_path, GgmlType ty
 
   // The list of output tensors, in llama.cpp's usual order.
   const bool permute = c.arch == Arch::Llama && c.rope_style == RopeStyle::Neox;  // HF llama -> GGUF llama
-  const GgmlType head_type = type == GgmlType::Q4_K ? GgmlType::Q6_K : type;
+  const GgmlType head_type = convert_head_type(type);
   std::vector<OutTensor> outs;
   auto add = [&](const std::string& name, std::vector<const TensorView*> parts, uint64_t permute_hd = 0,
                  std::optional<GgmlType> want = {}) {

@@ -101,7 +101,8 @@ void check_tensors(const ModelFile& m) {
       throw ModelError(m.path + ": tensor " + name + ": expected shape " + shape_to_string(shape) + ", got " + t->shape_str());
     if (!type_supported(t->type))
       throw ModelError(m.path + ": tensor " + name + ": type " + type_name(t->type) +
-                       " is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+                       " is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
+                       "Q6_K, IQ4_NL, IQ4_XS, MXFP4)");
   };
   expect("token_embd.weight", {d, v}, true);
   expect("output_norm.weight", {d}, true);

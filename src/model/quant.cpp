@@ -1,4 +1,6 @@
-// Type table, half/bfloat16 conversions and the 32-element block formats (Q8_0, Q4_0).
+// Type table, half/bfloat16 conversions, the row (de)quantizer dispatch and the first 32-element
+// block formats (Q8_0, Q4_0). The other formats: quant_k.cpp (Q4_K, Q5_K, Q6_K), quant_k2.cpp
+// (Q2_K, Q3_K), quant_more.cpp (Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4).
 // Block layouts (little-endian, packed) as ggml defines them:
 //   Q8_0: { f16 d; int8 qs[32]; }            x[i] = d * qs[i]
 //   Q4_0: { f16 d; uint8 qs[16]; }           x[i] = d * ((qs[i] & 15) - 8), x[i+16] = d * ((qs[i] >> 4) - 8)
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "model/model_error.h"
+#include "model/quant_impl.h"
 #include "model/tensor.h"
 
 namespace ztvm {
@@ -59,11 +62,9 @@ const TypeInfo& info_or_throw(GgmlType t) {
   return *info;
 }
 
-uint16_t load_u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
-void store_u16(uint8_t* p, uint16_t v) {
-  p[0] = uint8_t(v & 0xff);
-  p[1] = uint8_t(v >> 8);
-}
+using quant_detail::load_u16;
+using quant_detail::store_u16;
+
 uint32_t float_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -159,7 +160,9 @@ bool type_from_name(const char* name, GgmlType* out) {
 bool type_supported(GgmlType t) {
   switch (t) {
     case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: case GgmlType::Q8_0:
-    case GgmlType::Q4_0: case GgmlType::Q4_K: case GgmlType::Q6_K:
+    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
+    case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
+    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: case GgmlType::MXFP4:
       return true;
     default:
       return false;
@@ -188,6 +191,15 @@ void dequantize_row(GgmlType t, const void* src, float* dst, uint64_t n) {
     case GgmlType::Q4_0: dequantize_row_q4_0(p, dst, n); return;
     case GgmlType::Q4_K: dequantize_row_q4_k(p, dst, n); return;
     case GgmlType::Q6_K: dequantize_row_q6_k(p, dst, n); return;
+    case GgmlType::Q4_1: quant_detail::dequantize_row_q4_1(p, dst, n); return;
+    case GgmlType::Q5_0: quant_detail::dequantize_row_q5_0(p, dst, n); return;
+    case GgmlType::Q5_1: quant_detail::dequantize_row_q5_1(p, dst, n); return;
+    case GgmlType::Q2_K: quant_detail::dequantize_row_q2_k(p, dst, n); return;
+    case GgmlType::Q3_K: quant_detail::dequantize_row_q3_k(p, dst, n); return;
+    case GgmlType::Q5_K: quant_detail::dequantize_row_q5_k(p, dst, n); return;
+    case GgmlType::IQ4_NL: quant_detail::dequantize_row_iq4_nl(p, dst, n); return;
+    case GgmlType::IQ4_XS: quant_detail::dequantize_row_iq4_xs(p, dst, n); return;
+    case GgmlType::MXFP4: quant_detail::dequantize_row_mxfp4(p, dst, n); return;
     default: throw ModelError(std::string("no dequantizer for type ") + type_name(t));
   }
 }
@@ -203,6 +215,15 @@ void quantize_row(GgmlType t, const float* src, void* dst, uint64_t n) {
     case GgmlType::Q4_0: quantize_row_q4_0(src, p, n); return;
     case GgmlType::Q4_K: quantize_row_q4_k(src, p, n); return;
     case GgmlType::Q6_K: quantize_row_q6_k(src, p, n); return;
+    case GgmlType::Q4_1: quant_detail::quantize_row_q4_1(src, p, n); return;
+    case GgmlType::Q5_0: quant_detail::quantize_row_q5_0(src, p, n); return;
+    case GgmlType::Q5_1: quant_detail::quantize_row_q5_1(src, p, n); return;
+    case GgmlType::Q2_K: quant_detail::quantize_row_q2_k(src, p, n); return;
+    case GgmlType::Q3_K: quant_detail::quantize_row_q3_k(src, p, n); return;
+    case GgmlType::Q5_K: quant_detail::quantize_row_q5_k(src, p, n); return;
+    case GgmlType::IQ4_NL: quant_detail::quantize_row_iq4_nl(src, p, n); return;
+    case GgmlType::IQ4_XS: quant_detail::quantize_row_iq4_xs(src, p, n); return;
+    case GgmlType::MXFP4: quant_detail::quantize_row_mxfp4(src, p, n); return;
     default: throw ModelError(std::string("no quantizer for type ") + type_name(t));
   }
 }

@@ -50,7 +50,8 @@ bool type_known(uint32_t id);
 const char* type_name(GgmlType t);
 // Parses "q4_k" / "Q4_K" / "f16"...; returns false when the name is not a known type.
 bool type_from_name(const char* name, GgmlType* out);
-// The types this engine computes with (dequantize_row works for exactly these).
+// The types with a CPU (de)quantizer here (dequantize_row and quantize_row work for exactly these):
+// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4.
 bool type_supported(GgmlType t);
 // Elements per block and bytes per block (1 and sizeof(element) for plain float types).
 uint32_t block_elems(GgmlType t);
@@ -61,7 +62,9 @@ uint64_t row_bytes(GgmlType t, uint64_t n);
 // n elements of type t at src -> f32. Throws ModelError for types without a dequantizer.
 void dequantize_row(GgmlType t, const void* src, float* dst, uint64_t n);
 // n floats -> n elements of type t at dst (row_bytes(t, n) bytes). Supported: F32, F16, BF16, Q8_0,
-// Q4_0, Q4_K, Q6_K. Q8_0 and Q4_0 follow ggml's reference rounding bit for bit.
+// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4. Q8_0, Q4_0, Q4_1,
+// Q5_0 and Q5_1 follow ggml's reference rounding bit for bit; the K, IQ4 and MXFP4 quantizers are
+// our own searches (valid blocks llama.cpp decodes, not llama-quantize's bytes).
 void quantize_row(GgmlType t, const float* src, void* dst, uint64_t n);
 
 // IEEE half <-> float; f32_to_f16 rounds to nearest even, overflows to inf, keeps NaN a NaN.
@@ -71,7 +74,8 @@ uint16_t f32_to_f16(float f);
 float bf16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
 
-// The K-quant formats (256-element super-blocks); quant_k.cpp. Exposed for the tests.
+// The K-quant formats (256-element super-blocks); quant_k.cpp. Exposed for the tests. The other
+// formats' row functions are in model/quant_impl.h (internal to the codecs).
 void dequantize_row_q4_k(const uint8_t* src, float* dst, uint64_t n);
 void dequantize_row_q6_k(const uint8_t* src, float* dst, uint64_t n);
 void quantize_row_q4_k(const float* src, uint8_t* dst, uint64_t n);

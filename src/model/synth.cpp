@@ -95,8 +95,13 @@ void fill_row(GgmlType t, uint64_t cols, Rng& rng, uint8_t* out) {
         put_f16(out + 208, kSigma / (12.4 * 18.48));
       }
       return;
-    default:
-      throw ModelError(std::string("synth: cannot write random ") + type_name(t) + " blocks");
+    default: {  // the other quantized types: random values of std kSigma through the CPU quantizer
+      if (!type_supported(t)) throw ModelError(std::string("synth: cannot write random ") + type_name(t) + " blocks");
+      std::vector<float> v(cols);
+      for (float& x : v) x = float((2 * rng.uniform() - 1) * kSigma * std::sqrt(3.0));
+      quantize_row(t, v.data(), out, cols);
+      return;
+    }
   }
 }
 
@@ -181,7 +186,9 @@ std::vector<SynthTensor> synth_plan(const ModelConfig& c, QuantMix mix) {
   const bool fused = c.arch == Arch::Phi3;
   std::vector<SynthTensor> plan;
   auto matrix = [&](std::string name, TensorRole role, uint32_t layer, uint64_t cols, uint64_t rows) {
-    plan.push_back({std::move(name), quant_mix_type(mix, role, layer, uint32_t(nl), c.tie_word_embeddings, cols), {cols, rows}});
+    const uint32_t gqa = c.num_attention_heads / std::max(1u, c.num_key_value_heads);
+    plan.push_back({std::move(name), quant_mix_type(mix, role, layer, uint32_t(nl), c.tie_word_embeddings, cols, gqa),
+                    {cols, rows}});
   };
   auto norm = [&](std::string name, uint64_t n) { plan.push_back({std::move(name), GgmlType::F32, {n}, true}); };
 

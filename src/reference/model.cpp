@@ -2,6 +2,8 @@
 
 #include "reference/ops.h"
 
+#include "engine/gpu_layout.h"
+
 #include <cmath>
 
 namespace ztvm::ref {
@@ -17,9 +19,7 @@ static std::vector<float> vec(const ModelFile& m, const std::string& name) {
 
 // int8_x: the GPU's short passes read a quantized matrix's input as int8 units.
 static std::vector<float> twin_matmul(const WeightRef& w, const std::vector<float>& x, bool int8_x) {
-  const bool q8 = int8_x && w.cols % 32 == 0 &&
-                  (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_K ||
-                   w.type == GgmlType::Q6_K);
+  const bool q8 = int8_x && w.cols % 32 == 0 && int8_dot_type(w.type);
   return ref::matmul(w, q8 ? quantize_q8(x) : x);
 }
 

@@ -28,26 +28,29 @@ build="$cache/build"
 bin="$cache/bin"
 mkdir -p "$cache" "$bin"
 
-# 1. npm tarball (npm pack only downloads; it runs no install scripts).
-tgz="$cache/node-llama-cpp-$NLC_VERSION.tgz"
-if [[ ! -f "$tgz" ]]; then
-    (cd "$cache" && npm pack "node-llama-cpp@$NLC_VERSION" >/dev/null)
-fi
+# SKIP_SOURCE=1: the source is already in $src, unpacked from a `git archive` of LLAMA_COMMIT (the GPU
+# machine has no npm and the archive no git history): steps 1-2 and the commit check are skipped.
+if [[ "${SKIP_SOURCE:-0}" != 1 ]]; then
+    # 1. npm tarball (npm pack only downloads; it runs no install scripts).
+    tgz="$cache/node-llama-cpp-$NLC_VERSION.tgz"
+    if [[ ! -f "$tgz" ]]; then
+        (cd "$cache" && npm pack "node-llama-cpp@$NLC_VERSION" >/dev/null)
+    fi
 
-# 2. llama.cpp source from the git bundle inside the tarball.
-if [[ ! -f "$src/CMakeLists.txt" ]]; then
-    tmp=$(mktemp -d)
-    tar xzf "$tgz" -C "$tmp" package/llama/gitRelease.bundle
-    rm -rf "$src"
-    git clone -q "$tmp/package/llama/gitRelease.bundle" "$src"
-    rm -rf "$tmp"
+    # 2. llama.cpp source from the git bundle inside the tarball.
+    if [[ ! -f "$src/CMakeLists.txt" ]]; then
+        tmp=$(mktemp -d)
+        tar xzf "$tgz" -C "$tmp" package/llama/gitRelease.bundle
+        rm -rf "$src"
+        git clone -q "$tmp/package/llama/gitRelease.bundle" "$src"
+        rm -rf "$tmp"
+    fi
+    actual=$(git -C "$src" rev-parse HEAD)
+    if [[ "$actual" != "$LLAMA_COMMIT" ]]; then
+        echo "build.sh: $src is at $actual, expected $LLAMA_COMMIT (delete it to re-extract)" >&2
+        exit 1
+    fi
 fi
-actual=$(git -C "$src" rev-parse HEAD)
-if [[ "$actual" != "$LLAMA_COMMIT" ]]; then
-    echo "build.sh: $src is at $actual, expected $LLAMA_COMMIT (delete it to re-extract)" >&2
-    exit 1
-fi
-
 # 3. Configure. No -march=native: a native build died with "Illegal instruction"
 # on this machine type (the build host and the run host can differ), so pin a
 # conservative x86-64 set: AVX2 + FMA + F16C + BMI2, nothing AVX-512.

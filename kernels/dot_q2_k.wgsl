@@ -1,0 +1,1 @@
+//!include dot_unit

@@ -1,0 +1,64 @@
+// Bit and table helpers shared by the weight snippets of the 5-bit, 3-bit and table-coded types.
+// Named w_* so that a kernel holding two weight types (Kernels::compose's second copy) renames them.
+
+// Four bits of b (bits 0..3) to bit 0 of the four bytes of a word: a 5-bit code's top bit, one per
+// element, from a word of packed high bits (Q5_0, Q5_1).
+fn w_spread4(b: u32) -> u32 {
+  return (b & 1u) | ((b & 2u) << 7u) | ((b & 4u) << 14u) | ((b & 8u) << 21u);
+}
+// Q5_0 / Q5_1: low nibbles qs (16 bytes: element j low, j + 16 high) and high bits qh (bit j:
+// element j) to the 32 5-bit codes as bytes, elements 0..15 in [0] and 16..31 in [1].
+fn w_q5_join(qs: vec4u, qh: u32) -> array<vec4u, 2> {
+  let m4 = vec4u(0x0F0F0F0Fu);
+  let i4 = vec4u(0u, 4u, 8u, 12u);
+  let h0 = vec4u(w_spread4((qh >> i4.x) & 15u), w_spread4((qh >> i4.y) & 15u), w_spread4((qh >> i4.z) & 15u),
+                 w_spread4((qh >> i4.w) & 15u));
+  let h1 = vec4u(w_spread4((qh >> (16u + i4.x)) & 15u), w_spread4((qh >> (16u + i4.y)) & 15u),
+                 w_spread4((qh >> (16u + i4.z)) & 15u), w_spread4((qh >> (16u + i4.w)) & 15u));
+  return array<vec4u, 2>((qs & m4) | (h0 << vec4u(4u)), ((qs >> vec4u(4u)) & m4) | (h1 << vec4u(4u)));
+}
+// A word of four codes 0..15 (one a byte) to the word of their int8 values in table t (16 bytes,
+// entry i in byte i % 4 of t[i / 4]): IQ4_NL's and IQ4_XS's non-linear levels, MXFP4's e2m1 values.
+fn w_lookup4(n: u32, t: vec4u) -> u32 {
+  var r = 0u;
+  for (var k = 0u; k < 4u; k++) {
+    let i = (n >> (8u * k)) & 15u;
+    r |= ((t[i >> 2u] >> ((i & 3u) * 8u)) & 0xFFu) << (8u * k);
+  }
+  return r;
+}
+// The 32 elements of a unit from its codes as signed bytes (elements 0..15 in lo, 16..31 in hi), each
+// times scale s0 (elements 0..15) or s1 (16..31), plus m.
+fn w_bytes_to_floats(lo: vec4u, hi: vec4u, s0: f32, s1: f32, m: f32) -> array<f32, 32> {
+  var v: array<f32, 32>;
+  for (var i = 0u; i < 4u; i++) {
+    for (var k = 0u; k < 4u; k++) {
+      v[4u * i + k] = s0 * f32(extractBits(i32(lo[i]), 8u * k, 8u)) + m;
+      v[16u + 4u * i + k] = s1 * f32(extractBits(i32(hi[i]), 8u * k, 8u)) + m;
+    }
+  }
+  return v;
+}
+// The 16 bytes at any byte offset b, as four words.
+fn w_quad_at(b: u32) -> vec4u {
+  let k = b >> 2u;
+  let sh = (b & 3u) * 8u;
+  let w0 = w_word(k);
+  let w1 = w_word(k + 1u);
+  let w2 = w_word(k + 2u);
+  let w3 = w_word(k + 3u);
+  let w4 = w_word(k + 4u);  // past the data when aligned (robust access keeps the last one in bounds)
+  return vec4u(w_funnel(w0, w1, sh), w_funnel(w1, w2, sh), w_funnel(w2, w3, sh), w_funnel(w3, w4, sh));
+}
+// The levels -127 -104 -83 -65 -49 -35 -22 -10 1 13 25 38 53 69 89 113 as bytes (IQ4_NL and IQ4_XS).
+const W_IQ4_LEVELS = vec4u(0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u);
+// 16 bytes of index pairs to the levels of elements 0..15 ([0]) and 16..31 ([1]).
+fn w_iq4_levels(q: vec4u) -> array<vec4u, 2> {
+  let m4 = vec4u(0x0F0F0F0Fu);
+  let l = q & m4;
+  let h = (q >> vec4u(4u)) & m4;
+  return array<vec4u, 2>(vec4u(w_lookup4(l.x, W_IQ4_LEVELS), w_lookup4(l.y, W_IQ4_LEVELS), w_lookup4(l.z, W_IQ4_LEVELS),
+                               w_lookup4(l.w, W_IQ4_LEVELS)),
+                         vec4u(w_lookup4(h.x, W_IQ4_LEVELS), w_lookup4(h.y, W_IQ4_LEVELS), w_lookup4(h.z, W_IQ4_LEVELS),
+                               w_lookup4(h.w, W_IQ4_LEVELS)));
+}

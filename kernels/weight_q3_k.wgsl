@@ -1,0 +1,45 @@
+// Q3_K: super-blocks of 256 elements, 110 bytes = 32 bytes of high bits (hmask), 64 bytes of 2-bit low
+// codes, 12 bytes of 6-bit scales (16, one per 16 elements), f16 d; x = d * (scale - 32) * (q - 4),
+// q = low | high << 2. Element 128n + 32s + l (l < 32) has its low bits at bits 2s of byte 32n + l of
+// the low codes, its high bit at bit 4n + s of hmask byte l, and scale 8n + 2s + l / 16. Read as
+// stored: blocks start at any even byte, so words are read with w_u32.
+//!include weight_bytes
+//!include weight_bits
+fn w_row_bytes() -> u32 { return COLS / 256u * 110u; }
+// 6-bit scale i: its low 4 bits in a nibble of bytes 0..7 (i < 8 low nibbles, i >= 8 high), its top 2
+// bits in byte 8 + i % 4 at bit 2 (i / 4).
+fn w_q3_scale(sc: u32, i: u32) -> i32 {
+  let lo = (w_u8(sc + i % 8u) >> (4u * (i / 8u))) & 15u;
+  let hi = (w_u8(sc + 8u + i % 4u) >> (2u * (i / 4u))) & 3u;
+  return i32(lo | (hi << 4u)) - 32;
+}
+// Sub-block u % 8's codes (0..7, value q - 4) as bytes, elements 0..15 in lo and 16..31 in hi, and the
+// two halves' d * scale.
+struct W_Q3K {
+  lo: vec4u,
+  hi: vec4u,
+  s: vec2f,
+}
+fn w_q3_k(row_byte: u32, u: u32) -> W_Q3K {
+  let b = row_byte + (u / 8u) * 110u;
+  let j = u % 8u;
+  let n = j / 4u;
+  let s = j % 4u;
+  var lo: vec4u;
+  var hi: vec4u;
+  let m2 = 0x03030303u;
+  let m1 = 0x01010101u;
+  for (var i = 0u; i < 4u; i++) {
+    lo[i] = ((w_u32(b + 32u + 32u * n + 4u * i) >> (2u * s)) & m2) | (((w_u32(b + 4u * i) >> (4u * n + s)) & m1) << 2u);
+    hi[i] = ((w_u32(b + 48u + 32u * n + 4u * i) >> (2u * s)) & m2) | (((w_u32(b + 16u + 4u * i) >> (4u * n + s)) & m1) << 2u);
+  }
+  let d = w_f16(b + 108u);
+  let i0 = 8u * n + 2u * s;
+  return W_Q3K(lo, hi, d * vec2f(f32(w_q3_scale(b + 96u, i0)), f32(w_q3_scale(b + 96u, i0 + 1u))));
+}
+fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
+  let q = w_q3_k(row_byte, u);
+  let off = vec4u(0x7C7C7C7Cu);  // q - 4 in each byte (see dotq8_q3_k.wgsl's w_gemm_codes)
+  let flip = vec4u(0x80808080u);
+  return w_bytes_to_floats((q.lo + off) ^ flip, (q.hi + off) ^ flip, q.s.x, q.s.y, 0.0);
+}
