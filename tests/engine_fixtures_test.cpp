@@ -110,50 +110,65 @@ static std::string sha256(const std::string& path) {
   return out.substr(0, out.find(' '));
 }
 
-TEST_P(Fixture, QuantizedGgufMatchesLlamaCpp) {
-  const std::string refs = std::string(ZTVM_SOURCE_DIR) + "/tests/fixtures/gguf/" + GetParam() + "-f16/";
-  std::vector<int32_t> ids = read_ids(dir() + "/ids.txt");
-  auto hf = open_model(dir());
+// One fixture converted to tname, against llama.cpp's logits and greedy continuation on that file
+// (references: tests/fixtures/gguf/NAME-f16/, made by tools/make_gguf_fixtures.sh).
+static void check_quantized_against_llamacpp(const std::string& name, const char* tname) {
+  SCOPED_TRACE(name + " " + tname);
+  const std::string dir = kModels + name + "-f16", refs = std::string(ZTVM_SOURCE_DIR) + "/tests/fixtures/gguf/" + name + "-f16/";
+  std::vector<int32_t> ids = read_ids(dir + "/ids.txt");
+  auto hf = open_model(dir);
   auto vocab = GgufFile::open(kVocab);
-  fs::path tmp = fs::temp_directory_path() / ("ztvm_quant_" + std::string(GetParam()));
+  fs::path tmp = fs::temp_directory_path() / ("ztvm_quant_" + name + "_" + tname);
   fs::create_directories(tmp);
-  for (const char* tname : {"Q8_0", "Q4_0", "Q4_K"}) {
-    GgmlType t;
-    ASSERT_TRUE(type_from_name(tname, &t));
-    std::string out = (tmp / (std::string(tname) + ".gguf")).string();
-    ConvertOptions opt;
-    opt.name = "ztvm-fixture";
-    convert_model(*hf, out, t, vocab.get(), opt);
-    std::string want_sha = read_file_line(refs + GetParam() + "-f16-" + tname + ".sha256");
-    ASSERT_EQ(sha256(out), want_sha) << tname << ": the converter's output changed; rerun tools/make_gguf_fixtures.sh";
-    NpyArray want = read_npy(refs + "llamacpp_logits_" + tname + ".npy");
-    std::vector<int32_t> want_greedy = read_ids(refs + "llamacpp_greedy24_" + tname + ".txt");
-    Result r = run_model(out, ids, (uint32_t)want_greedy.size());
-    ASSERT_EQ(r.logits.size(), want.data.size());
-    size_t top1 = 0, n = ids.size();
-    for (size_t i = 0; i < n; i++) {
-      auto a = r.logits.begin() + i * 512, b = want.data.begin() + i * 512;
-      top1 += std::max_element(a, a + 512) - a == std::max_element(b, b + 512) - b;
-    }
-    size_t same = 0;
-    while (same < want_greedy.size() && r.greedy[same] == want_greedy[same]) same++;
-    double e = nmse(r.logits, want.data);
-    std::printf("  %s %s: NMSE vs llama.cpp %.3g, top-1 agreement %zu/%zu, greedy agrees for %zu/%zu tokens\n",
-                GetParam(), tname, e, top1, n, same, want_greedy.size());
-    EXPECT_LT(e, 2e-3) << tname;
-    EXPECT_GE(top1 * 4, n * 3) << tname;  // near-ties of random models flip under their int8 activations
-    // One-token passes read every quantized matmul's input as int8 units (from the norms and
-    // attention_combine, or quantize_q8): against the CPU twin doing the same. Random weights amplify
-    // a code that rounds the other way (GPU and CPU f32 differ in the last bit) through every later
-    // position, so this is a loose check; the exact one is StoriesModel.OneTokenPassesMatchInt8CpuTwin.
-    auto model = open_model(out);
-    Forward one(device(), *model, 64, 1);
-    const std::vector<float> got = Generator(one).logits(ids), twin = ref::forward_logits(*model, ids, true);
-    const double e1 = nmse(got, twin);
-    std::printf("  %s %s: one-token passes vs int8-x CPU twin NMSE %.3g\n", GetParam(), tname, e1);
-    EXPECT_LT(e1, 1e-3) << tname;
+  GgmlType t;
+  ASSERT_TRUE(type_from_name(tname, &t));
+  std::string out = (tmp / (std::string(tname) + ".gguf")).string();
+  ConvertOptions opt;
+  opt.name = "ztvm-fixture";
+  convert_model(*hf, out, t, vocab.get(), opt);
+  std::string want_sha = read_file_line(refs + name + "-f16-" + tname + ".sha256");
+  ASSERT_EQ(sha256(out), want_sha) << tname << ": the converter's output changed; rerun tools/make_gguf_fixtures.sh";
+  NpyArray want = read_npy(refs + "llamacpp_logits_" + tname + ".npy");
+  std::vector<int32_t> want_greedy = read_ids(refs + "llamacpp_greedy24_" + tname + ".txt");
+  Result r = run_model(out, ids, (uint32_t)want_greedy.size());
+  ASSERT_EQ(r.logits.size(), want.data.size());
+  size_t top1 = 0, n = ids.size();
+  for (size_t i = 0; i < n; i++) {
+    auto a = r.logits.begin() + i * 512, b = want.data.begin() + i * 512;
+    top1 += std::max_element(a, a + 512) - a == std::max_element(b, b + 512) - b;
   }
+  size_t same = 0;
+  while (same < want_greedy.size() && r.greedy[same] == want_greedy[same]) same++;
+  double e = nmse(r.logits, want.data);
+  std::printf("  %s %s: NMSE vs llama.cpp %.3g, top-1 agreement %zu/%zu, greedy agrees for %zu/%zu tokens\n",
+              name.c_str(), tname, e, top1, n, same, want_greedy.size());
+  EXPECT_LT(e, 2e-3) << tname;
+  EXPECT_GE(top1 * 4, n * 3) << tname;  // near-ties of random models flip under their int8 activations
+  // One-token passes read every quantized matmul's input as int8 units (from the norms and
+  // attention_combine, or quantize_q8): against the CPU twin doing the same. Random weights amplify
+  // a code that rounds the other way (GPU and CPU f32 differ in the last bit) through every later
+  // position, so this is a loose check; the exact one is StoriesModel.OneTokenPassesMatchInt8CpuTwin.
+  auto model = open_model(out);
+  Forward one(device(), *model, 64, 1);
+  const std::vector<float> got = Generator(one).logits(ids), twin = ref::forward_logits(*model, ids, true);
+  const double e1 = nmse(got, twin);
+  std::printf("  %s %s: one-token passes vs int8-x CPU twin NMSE %.3g\n", name.c_str(), tname, e1);
+  EXPECT_LT(e1, 1e-3) << tname;
   fs::remove_all(tmp);
+}
+
+TEST_P(Fixture, QuantizedGgufMatchesLlamaCpp) {
+  for (const char* tname : {"Q8_0", "Q4_0", "Q4_K"}) check_quantized_against_llamacpp(GetParam(), tname);
+}
+
+// The types read as stored (gpu_quant_types_test.cpp), each on one architecture (every one of them
+// once), so the suite's time grows by one fixture run a type: the whole engine on a file llama.cpp
+// also ran.
+TEST(QuantTypes, ConvertedGgufsMatchLlamaCpp) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"llama-gqa", "Q5_K"}, {"llama-gqa", "IQ4_XS"}, {"llama-gqa", "Q2_K"}, {"llama-tied", "Q5_1"},
+      {"llama-tied", "Q6_K"}, {"qwen3", "Q3_K"}, {"qwen3", "Q5_0"}, {"phi3", "Q4_1"}, {"phi3", "IQ4_NL"}};
+  for (auto [name, tname] : cases) check_quantized_against_llamacpp(name, tname);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, Fixture, ::testing::Values("llama-gqa", "llama-tied", "qwen3", "phi3"),
