@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <map>
 #include <thread>
 
 #include "model/gguf_writer.h"
@@ -102,6 +104,25 @@ TEST(Synth, RuleMatchesLlamaQuantizeOnStories) {
                                        m->config.tie_word_embeddings, t.cols()))
           << file << " " << t.name;
     }
+  }
+}
+
+// llama-quantize (llama.cpp 80fb11a, no importance matrix) on an F16 synth of Llama-3.2-1B (16
+// layers, GQA 4, tied head): the type of every tensor of its Q5_K_M, Q3_K_M, IQ4_XS and Q4_K_M files
+// (tests/fixtures/quant_mix, read back by gguf-py) against our rule's plan for the same shape.
+TEST(Synth, MixesMatchLlamaQuantizeOnLlama1B) {
+  const ModelConfig c = synth_shape("llama-3.2-1b");
+  for (QuantMix mix : {QuantMix::Q5_K_M, QuantMix::Q3_K_M, QuantMix::IQ4_XS, QuantMix::Q4_K_M}) {
+    const std::string path = std::string(ZTVM_SOURCE_DIR) + "/tests/fixtures/quant_mix/llama-3.2-1b-" + quant_mix_name(mix) + ".types";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::map<std::string, std::string> want;
+    for (std::string name, type; in >> name >> type;) want[name] = type;
+    std::map<std::string, std::string> got;
+    for (const SynthTensor& t : synth_plan(c, mix)) got[t.name] = type_name(t.type);
+    got.erase("rope_freqs.weight"), want.erase("rope_freqs.weight");  // Llama 3's frequency factors: F32 in both
+    EXPECT_EQ(got, want) << quant_mix_name(mix);
+    EXPECT_GT(want.size(), 140u);
   }
 }
 
