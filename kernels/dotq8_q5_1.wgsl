@@ -1,4 +1,4 @@
-// Q5_1 unit u (weight_q5_1.wgsl) against an int8 x unit (x_q8.wgsl): as Q4_1's, on 5-bit codes.
+// Q5_1 unit u (weight_q5_1.wgsl) against an int8 x unit (x_q8.wgsl).
 struct WUnit {
   lo: vec4u,  // codes 0..31 of elements 0..15 as bytes
   hi: vec4u,  // elements 16..31
@@ -10,18 +10,4 @@ fn w_load(row_byte: u32, u: u32) -> WUnit {
   let q = w_q5_1_codes(row_byte, u);
   return WUnit(q[0], q[1], dm.x, dm.y);
 }
-fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
-  var s = 0;
-  for (var i = 0u; i < 4u; i++) {
-    s += dot4I8Packed((*wu).lo[i], (*xu).lo[i]) + dot4I8Packed((*wu).hi[i], (*xu).hi[i]);
-  }
-  return (*xu).d * ((*wu).d * f32(s) + (*wu).m * (*xu).s);
-}
-fn w_dot(row_byte: u32, u: u32, xu: ptr<function, XUnit>) -> f32 {
-  var wu = w_load(row_byte, u);
-  return w_dot_x(&wu, xu);
-}
-// For gemm_q8.wgsl: the codes staged as they are (0..31).
-fn w_floats(wu: WUnit) -> vec2f { return vec2f(wu.d, wu.m); }
-fn w_gemm_codes(c: vec4u) -> vec4u { return c; }
-fn w_combine(f: vec2f, lo: i32, hi: i32, x: vec2f) -> f32 { return f.x * x.x * f32(lo + hi) + f.y * x.y; }
+//!include dotq8_scale_min
