@@ -16,9 +16,7 @@ fn w_mxfp4_codes(row_byte: u32, u: u32) -> array<vec4u, 2> {
   let m4 = vec4u(0x0F0F0F0Fu);
   let l = q & m4;
   let h = (q >> vec4u(4u)) & m4;
-  let t = W_E2M1_DOUBLED;
-  return array<vec4u, 2>(vec4u(w_lookup4(l.x, t), w_lookup4(l.y, t), w_lookup4(l.z, t), w_lookup4(l.w, t)),
-                         vec4u(w_lookup4(h.x, t), w_lookup4(h.y, t), w_lookup4(h.z, t), w_lookup4(h.w, t)));
+  return array<vec4u, 2>(w_lookup4(l, W_E2M1_DOUBLED), w_lookup4(h, W_E2M1_DOUBLED));
 }
 fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
   let d = w_mxfp4_d(row_byte, u);

@@ -2,19 +2,21 @@
 // codes, 12 bytes of 6-bit scales (16, one per 16 elements), f16 d; x = d * (scale - 32) * (q - 4),
 // q = low | high << 2. Element 128n + 32s + l (l < 32) has its low bits at bits 2s of byte 32n + l of
 // the low codes, its high bit at bit 4n + s of hmask byte l, and scale 8n + 2s + l / 16. Read as
-// stored: blocks start at any even byte, so words are read with w_u32.
+// stored.
 //!include weight_bytes
 //!include weight_bits
 fn w_row_bytes() -> u32 { return COLS / 256u * 110u; }
-// 6-bit scale i: its low 4 bits in a nibble of bytes 0..7 (i < 8 low nibbles, i >= 8 high), its top 2
-// bits in byte 8 + i % 4 at bit 2 (i / 4).
-fn w_q3_scale(sc: u32, i: u32) -> i32 {
-  let lo = (w_u8(sc + i % 8u) >> (4u * (i / 8u))) & 15u;
-  let hi = (w_u8(sc + 8u + i % 4u) >> (2u * (i / 4u))) & 3u;
+// 6-bit scale i from the 12 scale bytes (sc: the 16 bytes at block byte 96, d in the last 4): its low
+// 4 bits in a nibble of bytes 0..7 (i < 8 low nibbles, i >= 8 high), its top 2 bits in byte 8 + i % 4
+// at bit 2 (i / 4).
+fn w_q3_scale(sc: vec4u, i: u32) -> i32 {
+  let lo = (select(sc.x, sc.y, i % 8u >= 4u) >> (8u * (i % 4u) + 4u * (i / 8u))) & 15u;
+  let hi = (sc.z >> (8u * (i % 4u) + 2u * (i / 4u))) & 3u;
   return i32(lo | (hi << 4u)) - 32;
 }
 // Sub-block u % 8's codes (0..7, value q - 4) as bytes, elements 0..15 in lo and 16..31 in hi, and the
-// two halves' d * scale.
+// two halves' d * scale. Blocks start at any even byte: each 16-byte run is loaded as aligned words
+// and realigned (w_quad_at), which keeps neighbouring lanes of different alignments on one path.
 struct W_Q3K {
   lo: vec4u,
   hi: vec4u,
@@ -25,17 +27,14 @@ fn w_q3_k(row_byte: u32, u: u32) -> W_Q3K {
   let j = u % 8u;
   let n = j / 4u;
   let s = j % 4u;
-  var lo: vec4u;
-  var hi: vec4u;
-  let m2 = 0x03030303u;
-  let m1 = 0x01010101u;
-  for (var i = 0u; i < 4u; i++) {
-    lo[i] = ((w_u32(b + 32u + 32u * n + 4u * i) >> (2u * s)) & m2) | (((w_u32(b + 4u * i) >> (4u * n + s)) & m1) << 2u);
-    hi[i] = ((w_u32(b + 48u + 32u * n + 4u * i) >> (2u * s)) & m2) | (((w_u32(b + 16u + 4u * i) >> (4u * n + s)) & m1) << 2u);
-  }
-  let d = w_f16(b + 108u);
+  let m2 = vec4u(0x03030303u);
+  let m1 = vec4u(0x01010101u);
+  let lo = ((w_quad_at(b + 32u + 32u * n) >> vec4u(2u * s)) & m2) | (((w_quad_at(b) >> vec4u(4u * n + s)) & m1) << vec4u(2u));
+  let hi = ((w_quad_at(b + 48u + 32u * n) >> vec4u(2u * s)) & m2) | (((w_quad_at(b + 16u) >> vec4u(4u * n + s)) & m1) << vec4u(2u));
+  let sc = w_quad_at(b + 96u);
+  let d = unpack2x16float(sc.w).x;  // bytes 108..109
   let i0 = 8u * n + 2u * s;
-  return W_Q3K(lo, hi, d * vec2f(f32(w_q3_scale(b + 96u, i0)), f32(w_q3_scale(b + 96u, i0 + 1u))));
+  return W_Q3K(lo, hi, d * vec2f(f32(w_q3_scale(sc, i0)), f32(w_q3_scale(sc, i0 + 1u))));
 }
 fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
   let q = w_q3_k(row_byte, u);
