@@ -7,6 +7,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
 #include "engine/gpu_layout.h"
 #include "gpu_kernels_rig.h"
 
@@ -65,6 +69,42 @@ TEST_P(QuantTypeTest, EmbedIsTheDequantizedRow) {
   const std::vector<float> want = ref::embed(table.ref(), ids), got = read(x, want.size());
   for (size_t i = 0; i < want.size(); i++)
     ASSERT_NEAR(got[i], want[i], 1e-6f * std::max(1.f, std::fabs(want[i]))) << type_name(t) << " element " << i;
+}
+
+// The GPU's decoding against llama.cpp's own, with no CPU twin between: the first three rows of
+// tests/fixtures/quant_ref/TYPE.blocks (random codes, scales of either sign down to subnormal halves,
+// MXFP4 exponents down to 0) embedded on the GPU equal gguf-py's dequantization in TYPE.f32.
+TEST_P(QuantTypeTest, EmbedEqualsGgufPyOnRandomBlocks) {
+  const GgmlType t = GetParam();
+  const std::string base = std::string(ZTVM_SOURCE_DIR) + "/tests/fixtures/quant_ref/" + type_name(t);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::vector<uint8_t> blocks = slurp(base + ".blocks"), floats = slurp(base + ".f32");
+  const uint32_t cols = block_elems(t) == 32 ? 512 : 1024, rows = 3;
+  ASSERT_GE(blocks.size(), row_bytes(t, cols) * rows) << base;
+  ASSERT_GE(floats.size(), (size_t)cols * rows * 4) << base;
+  std::vector<float> want((size_t)cols * rows);
+  std::memcpy(want.data(), floats.data(), want.size() * 4);
+  TensorView view;
+  view.name = "quant_ref", view.type = t, view.ne = {cols, rows}, view.data = blocks.data();
+  view.nbytes = row_bytes(t, cols) * rows;
+  gpu::Kernels k(device());
+  Matrix m = upload_matrix(device(), "test.embd", {&view});
+  const std::vector<int32_t> ids = {0, 1, 2};
+  gpu::Buffer idb = device().buffer("test.ids", 12), x = device().buffer("test.x", want.size() * 4);
+  device().write(idb, ids.data(), 12);
+  gpu::Buffer step = step_buffer(0, rows);
+  Graph g;
+  GraphBuilder(k, g, step).embed(x, idb, m);
+  run(g, 0, rows);
+  const std::vector<float> got = read(x, want.size());
+  // d * scale * q + m may fuse on the GPU: one rounding of the largest term apart where they cancel.
+  float top = 0;
+  for (float v : want) top = std::max(top, std::fabs(v));
+  for (size_t i = 0; i < want.size(); i++)
+    ASSERT_NEAR(got[i], want[i], 1e-6f * top) << type_name(t) << " element " << i;
 }
 
 TEST_P(QuantTypeTest, EveryMatmulPathMatchesCpuTwin) {
