@@ -59,6 +59,10 @@ ChatPrompt render_chat_prompt(const json& b, const ChatTemplate& tmpl, const Mod
   } catch (const jinja::RaisedError& e) {
     // The template itself refuses the conversation (e.g. roles that do not alternate).
     throw ApiError(400, std::string("the chat template rejected the messages: ") + e.what(), "invalid_request_error", "messages");
+  } catch (const jinja::TemplateError& e) {
+    // The request's values are not of the shape the template reads (fuzz_chat_request: a tool's
+    // parameters given as a string, which the template iterates as a mapping).
+    throw ApiError(400, std::string("the chat template cannot render this request: ") + e.what(), "invalid_request_error");
   }
   cp.reply.in_reasoning = !cp.json_output && prompt_opens_reasoning(cp.prompt);  // JSON leaves no room to think
   return cp;
