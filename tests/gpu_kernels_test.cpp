@@ -33,7 +33,7 @@ TEST(Kernels, EmbedMatchesCpu) {
     device().write(idb, ids.data(), ids.size() * 4);
     gpu::Buffer step = step_buffer(0, (uint32_t)ids.size());
     Graph g;
-    GraphBuilder(k, g, step).embed(x, idb, m);
+    GraphBuilder(k, g, step).embed(x, idb, m).finish();
     run(g, 0, (uint32_t)ids.size());
     std::vector<float> want = ref::embed(table.ref(), ids);
     EXPECT_EQ(read(x, want.size()), want) << type_name(t);
@@ -51,7 +51,7 @@ TEST(Kernels, EmbedFromATableInParts) {
   device().write(idb, ids.data(), ids.size() * 4);
   gpu::Buffer step = step_buffer(0, (uint32_t)ids.size());
   Graph g;
-  GraphBuilder(k, g, step).embed(x, idb, m);
+  GraphBuilder(k, g, step).embed(x, idb, m).finish();
   EXPECT_EQ(g.ops.size(), 2u);
   run(g, 0, (uint32_t)ids.size());
   std::vector<float> want;
@@ -78,6 +78,7 @@ TEST_P(NormTest, RmsNormAndAddRmsNormMatchCpu) {
   GraphBuilder gb(k, g, step);
   gb.rmsnorm(y, ab, wb, d, 1e-5f);
   gb.add_rmsnorm(y2, sum, ab, bb, wb, d, 1e-5f);
+  gb.finish();
   run(g, 0, T);
   EXPECT_LT(nmse(read(y, T * d), ref::rmsnorm(a, w, d, 1e-5f)), 1e-12);
   std::vector<float> s(T * d);
@@ -174,6 +175,7 @@ static void check_attention(const AttnProblem& pr, AttnForm form, uint32_t flash
   gb.attention(att, part, q, kcb, vcb, pageb, gs);
   gb.attention_combine(att, part, gs);
   if (pr.q8) gb.matmul(proj, att, wom);  // att's int8 units: from the combine, or in flash passes the attention
+  gb.finish();
   AttentionOp& d = g.op<AttentionOp>(1);
   RowOp &rope_op = g.op<RowOp>(0), &combine = g.op<RowOp>(2);
   ASSERT_TRUE(d.blocked);  // passes of several tokens take it by default

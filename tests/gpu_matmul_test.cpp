@@ -38,7 +38,7 @@ TEST_P(MatmulTest, MatchesCpu) {
   gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.y", (size_t)c.tokens * c.rows * 4);
   gpu::Buffer step = step_buffer(0, c.tokens);
   Graph g;
-  GraphBuilder(k, g, step).matmul(y, xb, m);
+  GraphBuilder(k, g, step).matmul(y, xb, m).finish();
   run(g, 0, c.tokens);
   std::vector<float> want = ref::matmul(w.ref(), x);
   double e = nmse(read(y, want.size()), want);
@@ -79,7 +79,7 @@ TEST(Kernels, OneTokenHeadOfAnyWidth) {
     Graph g;
     GraphBuilder b(k, g, step);
     b.use_step(last);
-    b.matmul(y, xb, m, 0, true);
+    b.matmul(y, xb, m, 0, true).finish();
     ASSERT_EQ(g.ops.size(), 1u);
     EXPECT_EQ(runs(g, 0, 70), "main");
     run(g, 0, 70);
@@ -97,7 +97,7 @@ TEST(Kernels, GatedMatmulMatchesCpu) {
       gpu::Buffer xb = upload("test.x", x), y = device().buffer("test.h", T * 48 * 4);
       gpu::Buffer step = step_buffer(0, T);
       Graph g;
-      GraphBuilder(k, g, step).matmul(y, xb, m);
+      GraphBuilder(k, g, step).matmul(y, xb, m).finish();
       run(g, 0, T);
       std::vector<float> want = ref::gated_matmul(gate.ref(), up.ref(), x);
       EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << " T=" << T;
@@ -155,7 +155,7 @@ TEST_P(SplitKTest, PlainAndGatedMatchCpu) {
         Graph g;
         GraphBuilder b(k, g, step);
         if (split) b.use_split_k(scratch, max_tokens, force);
-        b.matmul(y, xb, is_gated ? gated : plain);
+        b.matmul(y, xb, is_gated ? gated : plain).finish();
         ASSERT_EQ(g.ops.size(), 1u);
         const MatmulOp& d = g.op<MatmulOp>(0);
         // One token: the matvec for float weights; quantized ones need int8 x for it (gpu_matvec_q8_test.cpp).
@@ -197,14 +197,14 @@ TEST(Kernels, WideGemmTilesMatchCpu) {
         Graph g;
         GraphBuilder b(k, g, step);
         b.force_gemm_wide();
-        b.matmul(y, xb, is_gated ? gated : plain);
+        b.matmul(y, xb, is_gated ? gated : plain).finish();
         ASSERT_EQ(g.ops.size(), 1u);
         ASSERT_TRUE(g.op<MatmulOp>(0).wide);
         EXPECT_EQ(g.op<MatmulOp>(0).wide_a, 2u);
         run(g, 0, T);
         {  // unforced, a matrix this small fills no wave either way: no wide pipeline is made
           Graph g2;
-          GraphBuilder(k, g2, step).matmul(y, xb, is_gated ? gated : plain);
+          GraphBuilder(k, g2, step).matmul(y, xb, is_gated ? gated : plain).finish();
           EXPECT_FALSE(g2.op<MatmulOp>(0).wide);
         }
         EXPECT_LT(nmse(read(y, want.size()), want), 1e-10) << type_name(t) << (is_gated ? " gated" : " plain") << " T=" << T;
@@ -241,7 +241,7 @@ TEST(Kernels, SplitKWritesEachPartAtItsOffset) {
   Graph g;
   GraphBuilder gb(k, g, step);
   gb.use_split_k(scratch, 40, 3);  // 16 units: ranges of 5, 5, 6
-  gb.matmul(y, xb, m);
+  gb.matmul(y, xb, m).finish();
   ASSERT_EQ(g.ops.size(), 2u);
   for (size_t i = 0; i < g.ops.size(); i++) {
     EXPECT_EQ(runs(g, i, T), "split");
@@ -276,7 +276,7 @@ TEST(Kernels, QkvIsOnePartPerRunOfOneType) {
   gpu::Buffer step = step_buffer(0, T);
   Graph g;
   GraphBuilder gb(k, g, step);
-  gb.matmul(y, xb, m);
+  gb.matmul(y, xb, m).finish();
   run(g, 0, T);
   std::vector<float> want;
   const std::vector<float> yq = ref::matmul(q.ref(), x), yk = ref::matmul(kk.ref(), x), yv = ref::matmul(v.ref(), x);
@@ -323,7 +323,8 @@ TEST(Kernels, SplitKRuleFillsTheGpu) {
   Graph g;
   GraphBuilder gb(k, g, step);
   gb.use_split_k(small, 64, 4);
-  EXPECT_THROW(gb.matmul(y, x, m), ModelError);
+  gb.matmul(y, x, m);
+  EXPECT_THROW(gb.finish(), ModelError);
 }
 
 // The whole forward pass with the split on: the synth "tiny" llama widened to 512 columns (16 units,

@@ -27,7 +27,7 @@ std::vector<float> run_matmul(gpu::Kernels& k, Graph& g, const Matrix& m, const 
   gpu::Buffer step = step_buffer(0, T);
   GraphBuilder b(k, g, step);
   b.use_q8_x(xq, xs, max_tokens, tt, rpl, lanes);
-  b.matmul(y, xb, m);
+  b.matmul(y, xb, m).finish();
   run(g, 0, T);
   return read(y, out);
 }
@@ -49,7 +49,7 @@ struct NormThenMatmul {
     GraphBuilder gb(k, g, step);
     gb.use_q8_x(xq, xs, max_tokens);
     gb.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
-    gb.matmul(y, xb, m);
+    gb.matmul(y, xb, m).finish();
   }
   std::vector<float> residual() const {  // a + b
     std::vector<float> s(a.size());
@@ -256,7 +256,7 @@ TEST(Int8Matvec, GatedStoresUnitsForDown) {
     b.use_subgroups(sg);
     b.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
     b.matmul(h, xb, gu);
-    b.matmul(y, h, dn);
+    b.matmul(y, h, dn).finish();
     ASSERT_EQ(g.ops.size(), 4u);
     EXPECT_EQ(role(g, 1, "single"), std::string("matvec_q8_") + (t == GgmlType::Q4_0 ? "q4_0" : "q4_k") + "_gated_norm_q8");
     EXPECT_EQ(role(g, 2, "single"), "quantize_q8");
@@ -307,7 +307,7 @@ TEST(Int8Matvec, ProjectionStoresTheResidualSum) {
       b.use_subgroups(sg);
       b.matmul(proj, xb, mo);
       b.add_rmsnorm(xn, sum, ab, proj, nwb, d, 1e-5f);
-      b.matmul(y, xn, m2);
+      b.matmul(y, xn, m2).finish();
       ASSERT_EQ(g.ops.size(), 4u);
       EXPECT_EQ(role(g, 1, "single"), std::string("matvec_q8_") + (t == GgmlType::Q4_0 ? "q4_0" : "q4_k") + "_resid");
       EXPECT_EQ(runs(g, 2, 1), "skip");
@@ -435,7 +435,7 @@ TEST_P(Int8GemmTest, PlainAndGatedMatchCpuTwin) {
       b.use_q8_x(xqb, xs, T);
       b.use_q8_gemm(true);
       if (ksplit) b.use_split_k(scratch, 64, ksplit);
-      b.matmul(y, xb, is_gated ? gated : plain);
+      b.matmul(y, xb, is_gated ? gated : plain).finish();
       ASSERT_EQ(g.ops.size(), 2u);
       EXPECT_EQ(runs(g, 1, T), ksplit ? "split" : "main");
       EXPECT_EQ(role(g, 1, "main"), std::string("gemm_q8_") + weight_snippet(type).substr(7));
@@ -484,7 +484,7 @@ TEST(Int8Gemm, GatedStoresUnitsForDownInLongPasses) {
       b.use_q8_h(hq, hs);
       b.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
       b.matmul(h, xb, gu);
-      b.matmul(y, h, dn);
+      b.matmul(y, h, dn).finish();
       ASSERT_EQ(g.ops.size(), 4u);  // add_rmsnorm (with x's units), gate|up, quantize h, down
       ASSERT_TRUE(g.op<RowOp>(0).long_main);  // its units alone past 64 tokens
       EXPECT_EQ(g.op<RowOp>(0).long_min, 65u);

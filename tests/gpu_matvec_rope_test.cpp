@@ -49,7 +49,7 @@ void check_rope_in_matvec(bool two) {
     if (two) gb.matmul(bb, attb, mo);  // b = Wo att: quantize_q8 and the o matvec
     gb.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
     gb.matmul(qkv, xb, m);
-    gb.rope_kv(q, kc, vc, qkv, auxb, rope, pageb, {hd, nh, nkv, hd, page, 32, false, false, false, 1e-6f});
+    gb.rope_kv(q, kc, vc, qkv, auxb, rope, pageb, {hd, nh, nkv, hd, page, 32, false, false, false, 1e-6f}).finish();
     const size_t qkv_op = two ? 3 : 1;
     ASSERT_EQ(g.ops.size(), two ? 6u : 3u);
     EXPECT_EQ(role(g, qkv_op, "long_single"), two ? "matvec_q8_q4_k_q6_k_norm_rope" : "matvec_q8_q4_0_norm_rope");

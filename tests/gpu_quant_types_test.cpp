@@ -43,7 +43,7 @@ MatmulRun run_matmul(gpu::Kernels& k, const Matrix& m, const std::vector<float>&
   Graph g;
   GraphBuilder b(k, g, step);
   if (q8) b.use_q8_x(xq, xs, max_tokens, 4, 2, 16), b.use_q8_gemm(true);
-  b.matmul(y, xb, m);
+  b.matmul(y, xb, m).finish();
   run(g, 0, T);
   return {read(y, out), runs(g, g.ops.size() - 1, T)};
 }
@@ -63,7 +63,7 @@ TEST_P(QuantTypeTest, EmbedIsTheDequantizedRow) {
   device().write(idb, ids.data(), ids.size() * 4);
   gpu::Buffer step = step_buffer(0, (uint32_t)ids.size());
   Graph g;
-  GraphBuilder(k, g, step).embed(x, idb, m);
+  GraphBuilder(k, g, step).embed(x, idb, m).finish();
   run(g, 0, (uint32_t)ids.size());
   // d * q + m in f32 on both sides, but the GPU may fuse it (one rounding instead of two).
   const std::vector<float> want = ref::embed(table.ref(), ids), got = read(x, want.size());
@@ -97,7 +97,7 @@ TEST_P(QuantTypeTest, EmbedEqualsGgufPyOnRandomBlocks) {
   device().write(idb, ids.data(), 12);
   gpu::Buffer step = step_buffer(0, rows);
   Graph g;
-  GraphBuilder(k, g, step).embed(x, idb, m);
+  GraphBuilder(k, g, step).embed(x, idb, m).finish();
   run(g, 0, rows);
   const std::vector<float> got = read(x, want.size());
   // d * scale * q + m may fuse on the GPU: one rounding of the largest term apart where they cancel.
@@ -161,7 +161,7 @@ TEST(QuantTypes, TwoTypeQkvInOneDispatch) {
     GraphBuilder gb(k, g, step);
     gb.use_q8_x(xq, xs, 4);
     gb.add_rmsnorm(xb, sum, ab, bb, nwb, d, 1e-5f);
-    gb.matmul(y, xb, m);
+    gb.matmul(y, xb, m).finish();
     ASSERT_EQ(g.ops.size(), 3u);
     const std::string pair = std::string(type_name(t1)) + "+" + type_name(t2);
     EXPECT_EQ(runs(g, 0, T), "skip") << pair;

@@ -32,7 +32,9 @@ TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {
     gpu::Buffer x = upload("test.x", std::vector<float>(d, -7.f));
     gpu::Buffer step = step_buffer(0, 1, 5);
     Graph g;
-    EXPECT_TRUE(GraphBuilder(k, g, step).argmax(ids, toks, part, lb, n, x, m));
+    GraphBuilder gb(k, g, step);
+    EXPECT_TRUE(gb.argmax(ids, toks, part, lb, n, x, m));
+    gb.finish();
     run(g, 0, 1);
     EXPECT_EQ(device().read_as<uint32_t>(ids, 1)[0], 1234u) << type_name(t);
     EXPECT_EQ(device().read_as<uint32_t>(toks, 6)[5], 1234u) << type_name(t);
@@ -44,7 +46,9 @@ TEST(Kernels, ArgmaxPicksLowestIndexOfMaximum) {
   gpu::Buffer part = device().buffer("test.part", GraphBuilder::kArgmaxParts * 8), x = device().buffer("test.x", 1024);
   gpu::Buffer step = step_buffer(0, 1, 5);
   Graph g;
-  EXPECT_FALSE(GraphBuilder(k, g, step).argmax(ids, toks, part, lb, n, x, parts));
+  GraphBuilder gb(k, g, step);
+  EXPECT_FALSE(gb.argmax(ids, toks, part, lb, n, x, parts));
+  gb.finish();
   run(g, 0, 1);
   EXPECT_EQ(device().read_as<uint32_t>(ids, 1)[0], 1234u);
 }
@@ -79,7 +83,9 @@ struct SampleRig {
     device().write(logits, l.data(), l.size() * 4);
     gpu::Buffer step = step_buffer(0, 1, out);
     Graph g1;
-    EXPECT_TRUE(GraphBuilder(k, g1, step).sample(ids, toks, logits, params, n, x, m));
+    GraphBuilder gb(k, g1, step);
+    EXPECT_TRUE(gb.sample(ids, toks, logits, params, n, x, m));
+    gb.finish();
     run(g1, 0, 1);
     const uint32_t id = device().read_as<uint32_t>(ids, 1)[0];
     EXPECT_EQ(read(x, 32), table.ref().row(id < n ? id : 0));

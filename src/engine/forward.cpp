@@ -166,6 +166,7 @@ void Forward::build(Head head, Graph& graph) {
     else
       next_embedded_ = g.sample(s.ids, s.tokens, s.logits, s.sampling, c.vocab_size, s.x_a, w.token_embd);  // ids[0] = tokens[out_index] ~ p(logits); x as argmax
   }
+  g.finish();                                                 // fuse neighbours (graph_fuse.cpp), make the kernels
 }
 
 void Forward::set_sampling(const SamplingParams& p) {

@@ -1,12 +1,13 @@
 // The builder of a recorded forward pass: forward.cpp calls it once per head mode at load, one call
-// per op, and it makes each op's kernel variants (graph_ops.h) and binds their buffers once; every
-// later pass replays them. Replay allocates nothing: per-pass values (position, token count) live in
+// per op, then finish(), which plans the fusions between neighbouring ops (graph_fuse.cpp) and makes
+// each op's kernel variants (graph_ops.h), binding their buffers once; every later pass replays them. Replay allocates nothing: per-pass values (position, token count) live in
 // the `step` uniform buffers.
 #pragma once
 #include <map>
 #include <stdexcept>
 #include <memory>
 #include <optional>
+#include <variant>
 #include <string>
 #include <vector>
 
@@ -40,11 +41,12 @@ inline constexpr uint32_t kFlashSplitMaxTokens = 128, kFlashSplitMinPositions = 
                           kFlashSplitBelowGroups = 264;
 uint32_t flash_split_span(uint32_t positions, uint32_t n_tokens, uint32_t nh);
 
-// Builds ops: picks the kernel variants for each weight type and binds buffers once.
+// Lists ops, plans their fusions and makes them: picks the kernel variants for each weight type and
+// binds buffers once.
 class GraphBuilder {
  public:
   GraphBuilder(gpu::Kernels& k, Graph& g, const gpu::Buffer& step) : k_(k), g_(g), step_(&step) {}
-  // Later dispatches read this step buffer (the LM head of one token uses a separate one).
+  // Ops listed after this read this step buffer (the LM head of one token uses a separate one).
   void use_step(const gpu::Buffer& step) { step_ = &step; }
   // Passes of up to max_tokens (<= 64: one token tile) tokens split K on matrices with too few row
   // tiles to fill the GPU (gemm_q8's split: add_q8_split_k). scratch (split_k_scratch_bytes(max_tokens))
@@ -115,36 +117,36 @@ class GraphBuilder {
   static bool gemm_wide_pays(uint32_t narrow_tiles, uint32_t wide_tiles, uint32_t tokens);
   // Tests: the 8 x 4 micro-tile in every pass that runs the unsplit GEMM (where it fits).
   void force_gemm_wide() { gemm_wide_force_ = true; }
-  void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
-  void add_gemm_wide(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
-                     const std::map<std::string, double>& gemm_constants);
-  void add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, const gpu::KernelKey& key,
-                      uint32_t row_tiles, uint32_t max_tokens);
 
-  void embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table);
+  // The ops, in order (forward.cpp's one line per dispatch). They are listed here and made by
+  // finish(): first the fusions between neighbours are planned over the whole list (graph_fuse.cpp),
+  // then each op's kernel variants are made knowing what it shares with its neighbours.
+  GraphBuilder& embed(const gpu::Buffer& x, const gpu::Buffer& ids, const Matrix& table);
   // zeros (d floats of 0) and scratch (one token's d floats): decode's matvec on y may make its input
   // itself as from a residual step x + zeros (x_q8_norm.wgsl), storing that sum in scratch, and the
   // rmsnorm dispatch is skipped in one-token passes.
-  void rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps,
-               const gpu::Buffer* zeros = nullptr, const gpu::Buffer* scratch = nullptr);
-  void add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
-                   const gpu::Buffer& w, uint32_t d, float eps);
+  GraphBuilder& rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& w, uint32_t d, float eps,
+                        const gpu::Buffer* zeros = nullptr, const gpu::Buffer* scratch = nullptr);
+  GraphBuilder& add_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& sum, const gpu::Buffer& a, const gpu::Buffer& b,
+                            const gpu::Buffer& w, uint32_t d, float eps);
   // y[t, y_offset + r] = W x[t]; gated matrices write silu(gate) * up. one_token: x holds a single
   // token whatever the pass's length (the LM head of the last token).
-  void matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride = 0,
-              bool one_token = false);
+  GraphBuilder& matmul(const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, uint32_t y_stride = 0,
+                       bool one_token = false);
   struct AttnShape {
     uint32_t hd, nh, nkv, rot, page, split;
     bool neox, qk_norm, bias;
     float eps;
   };
-  void rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache, const gpu::Buffer& qkv,
-               const gpu::Buffer& aux, const gpu::Buffer& rope, const gpu::Buffer& pages, const AttnShape& s);
+  GraphBuilder& rope_kv(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                        const gpu::Buffer& qkv, const gpu::Buffer& aux, const gpu::Buffer& rope,
+                        const gpu::Buffer& pages, const AttnShape& s);
   // Split-K attention into part, merged into att by attention_combine; long passes of heads that
   // attention_flash serves write att directly (and the combine that follows skips them).
-  void attention(const gpu::Buffer& att, const gpu::Buffer& part, const gpu::Buffer& q, const gpu::Buffer& k_cache,
-                 const gpu::Buffer& v_cache, const gpu::Buffer& pages, const AttnShape& s);
-  void attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s);
+  GraphBuilder& attention(const gpu::Buffer& att, const gpu::Buffer& part, const gpu::Buffer& q,
+                          const gpu::Buffer& k_cache, const gpu::Buffer& v_cache, const gpu::Buffer& pages,
+                          const AttnShape& s);
+  GraphBuilder& attention_combine(const gpu::Buffer& att, const gpu::Buffer& part, const AttnShape& s);
   // part: scratch of kArgmaxParts (value, index) pairs between the two passes. The second pass also
   // stores the chosen token's row of `table` in x (next_embed.wgsl) when the table is one binding:
   // then it returns true, and a one-token pass after it may skip its embed (Graph::encode's embedded).
@@ -155,9 +157,115 @@ class GraphBuilder {
   // `table` stored in x as argmax does.
   bool sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, const gpu::Buffer& params,
               uint32_t vocab, const gpu::Buffer& x, const Matrix& table);
-  void copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width);
+  GraphBuilder& copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width);
+  // Plans the fusions over the listed ops and makes them into the graph; the graph replays nothing
+  // before (Graph::encode throws). The builder takes no more ops after it.
+  void finish();
+
+  // One-token passes that see up to kAttnDecodeMax positions: attention_decode.wgsl over every position
+  // (graph_attention.cpp); passes of kAttnFlashMinTokens+ tokens: flash attention where it serves.
+  static constexpr uint32_t kAttnDecodeMax = 512, kAttnFlashMinTokens = 2;
 
  private:
+  // ---- The ops as listed: what each reads and writes (the fusion rules look only at these). ----
+  struct EmbedArgs { const gpu::Buffer *x, *ids; const Matrix* table; };
+  // rmsnorm: add false, sum = scratch, a = x, b = zeros (sum null: no matvec may make its x).
+  struct NormArgs { const gpu::Buffer *y, *sum, *a, *b, *w; uint32_t d; float eps; bool add; };
+  struct MatmulArgs { const gpu::Buffer *y, *x; const Matrix* w; uint32_t y_stride; bool one_token; };
+  struct RopeArgs { const gpu::Buffer *q, *k_cache, *v_cache, *qkv, *aux, *rope, *pages; AttnShape s; };
+  struct AttnArgs { const gpu::Buffer *att, *part, *q, *k_cache, *v_cache, *pages; AttnShape s; };
+  struct CombineArgs { const gpu::Buffer *att, *part; AttnShape s; };
+  struct CopyArgs { const gpu::Buffer *dst, *src; uint32_t width; };
+  struct PickArgs { bool sample; const gpu::Buffer *ids, *tokens, *part, *logits, *params, *x; uint32_t vocab; const Matrix* table; };
+  using Args = std::variant<EmbedArgs, NormArgs, MatmulArgs, RopeArgs, AttnArgs, CombineArgs, CopyArgs, PickArgs>;
+  struct Node {
+    Args args;
+    const gpu::Buffer* step;
+  };
+  std::vector<Node> nodes_;
+  template <class T>
+  const T* args(size_t i) const { return i < nodes_.size() ? std::get_if<T>(&nodes_[i].args) : nullptr; }
+  GraphBuilder& list(Args a);
+
+  // ---- The fusions planned (graph_fuse.cpp): what each op does for or takes from its neighbours. ----
+  static constexpr size_t kNone = SIZE_MAX;
+  struct Fusion {
+    // A producer of the x that the matmul after it reads as int8 units (a norm; the combine and the
+    // attention before it): passes of up to q8_max tokens also store the units, passes of
+    // f32_dead_from+ tokens only those (0: none).
+    uint32_t q8_max = 0, f32_dead_from = 0;
+    bool skip_one_token = false;  // a norm whose work the matvec after it does; the LM head's copy
+    // Matmuls. quantize: x quantized to int8 units before it (quantize_q8.wgsl), except in one-token
+    // passes where quantize_skip_one (the op before stores them there).
+    bool quantize = false, quantize_skip_one = false;
+    size_t norm = kNone;       // decode: x made in the matvec from this norm's inputs (x_q8_norm.wgsl)
+    bool resid_in = false;     // ... whose residual sum the matvec before the norm stored (y_resid.wgsl)
+    uint32_t prenorm_rows = 0; // ... with x * w and sums of x^2 per this many rows (y_resid_norm.wgsl)
+    size_t resid_out = kNone;  // decode: this matvec stores the residual sum of that norm
+    bool q8_out = false;       // decode: this matvec (its x made in it) stores y as int8 units too
+    size_t rope_out = kNone;   // long decode steps: this matvec stores that rope_kv's heads (y_rope.wgsl)
+    size_t h_from = kNone;     // long passes: h read as the int8 units that gated GEMM stored
+    // rope_kv: long decode steps skip it (the QKV matvec did its work: rope_out); the attention after it
+    // makes the queries in flash passes (rope_kv then only the keys and values), in short decode
+    // steps and in split decode steps (the heads then).
+    bool rope_in_matvec = false, q_in_flash = false, q_in_decode = false, q_in_decode_split = false;
+  };
+  std::vector<Fusion> fuse_;
+  void plan();
+  void fuse_norm_into_matvec(size_t i, const MatmulArgs& m);
+  void fuse_int8_x(size_t i, const MatmulArgs& m);
+  void fuse_gated_h(size_t i, const MatmulArgs& m);
+  void fuse_rope_into_matvec(size_t i, const RopeArgs& r);
+  void fuse_rope_into_attention(size_t i, const AttnArgs& a);
+  bool reads_q8(const MatmulArgs& m) const;  // some part's matvec/GEMM reads x as int8 units
+  static bool all_q8(const Matrix& w);
+  uint32_t q8_max(const MatmulArgs& m) const { return m.one_token ? 1 : q8_max_; }
+  bool emits_q8(size_t i, const gpu::Buffer& x) const;  // node i can store x as int8 units
+  bool gated_h_capable(const MatmulArgs& m) const;
+  // How a part's one-token matvec spreads over a workgroup: lanes per group, rows per lane, groups
+  // (graph_matmul.cpp). from_norm: the matrix's x is made from a norm; fused: by this part's matvec.
+  struct MatvecShape { uint32_t lanes, rpl, groups; };
+  MatvecShape matvec_shape(const MatrixPart& p, const Matrix& w, bool from_norm, bool fused) const;
+  // The second part a two-type QKV's first part takes in its one-token dispatch (matvec.wgsl WEIGHT2).
+  static const MatrixPart* second_part(const Matrix& w);
+
+  // ---- Lowering: each node's op(s) and variants, given its Fusion. ----
+  size_t node_ = 0;                // the node being lowered
+  std::vector<size_t> last_op_;    // each lowered node's last op
+  void lower(size_t i);
+  void lower_embed(const EmbedArgs& a);
+  void lower_norm(size_t i, const NormArgs& a);
+  void lower_matmul(size_t i, const MatmulArgs& a);
+  void lower_rope(size_t i, const RopeArgs& a);
+  void lower_attention(size_t i, const AttnArgs& a);
+  void lower_combine(size_t i, const CombineArgs& a);
+  void lower_pick(const PickArgs& a);
+  void lower_copy(size_t i, const CopyArgs& a);
+  // The long passes' h fusion of a gated GEMM (node g) and the matmul on h just made.
+  void lower_gated_h(size_t g, const MatmulArgs& down, size_t quantize_op);
+  // The gated int8 GEMM's h_out_q8 key and bindings, kept from its lowering for lower_gated_h.
+  struct GatedGemm {
+    size_t op;
+    uint32_t rows;
+    gpu::KernelKey key;
+    std::vector<gpu::Binding> bindings;
+  };
+  std::map<size_t, GatedGemm> gated_gemm_;
+  // The variants of a producer's kernel (key bound to b) that also store its output x as int8 units.
+  Variant q8_variant(gpu::KernelKey key, std::vector<gpu::Binding> b, const std::string& label, const std::string& role);
+  void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
+  void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
+                   const std::map<std::string, double>& gemm_constants, uint32_t row_tiles);
+  void add_reduce(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, double y_stride, uint32_t ksplit);
+  void add_gemm_wide(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
+                     const std::map<std::string, double>& gemm_constants);
+  void add_q8_split_k(const gpu::Buffer& y, const MatrixPart& p, const Matrix& w, const gpu::KernelKey& key,
+                      uint32_t row_tiles, uint32_t max_tokens);
+  std::string reduce_snippet() const;
+  std::string pack8_snippet() const;
+  void add_picker(gpu::KernelKey key, std::vector<gpu::Binding> b, const gpu::Buffer& x, const Matrix& table);
+
+  // ---- Configuration (the use_* calls). ----
   const gpu::Buffer* split_scratch_ = nullptr;
   uint32_t split_max_ = 0, split_force_ = 0;
   uint32_t flash_tile_force_ = 0;
@@ -169,80 +277,13 @@ class GraphBuilder {
   bool q8_gemm_ = false;
   const gpu::Buffer* hq_ = nullptr;
   const gpu::Buffer* hs_ = nullptr;
-  // The gated int8 GEMM just added, when its long passes can store h as units (use_q8_h): its op,
-  // output, the h_out_q8 key and bindings, for the matmul on h after it (fuse_q8_h).
-  struct GatedGemm {
-    size_t op;
-    const gpu::Buffer* y;
-    uint32_t rows;
-    gpu::KernelKey key;
-    std::vector<gpu::Binding> bindings;
-  };
-  std::vector<GatedGemm> gated_gemm_;  // empty or one
-  void fuse_q8_h(const GatedGemm& gg, const gpu::Buffer& y, const gpu::Buffer& x, const Matrix& w, size_t quantize_op);
-  // The last dispatch, when it is a kernel that can also store its output y as int8 units (XOUT:
-  // x_out_q8.wgsl): a matvec right after it on y then needs no quantize_q8 dispatch.
-  // An attention dispatch's variants that write att without the combine (flash, decode), kept so that
-  // int8 variants can be made of them later.
-  struct AttnDirect {
-    size_t op;
-    gpu::KernelKey key;
-    std::vector<gpu::Binding> bindings;
-  };
-  std::optional<AttnDirect> flash_, decode_;  // from attention() to the attention_combine() after it
-  struct RopeOp {
-    size_t op;
-    const gpu::Buffer *qkv, *aux, *rope;
-    gpu::KernelKey key;  // the multi-token rope_kv and its bindings
-    std::vector<gpu::Binding> bindings;
-  };
-  std::optional<RopeOp> rope_;  // from rope_kv() to the attention() after it
   bool rope_in_decode_ = false;
   const gpu::Buffer* prenorm_xw_ = nullptr;
   const gpu::Buffer* prenorm_ss_ = nullptr;
   bool rope_in_flash_ = false;
-  struct Q8Producer {
-    size_t op;
-    const gpu::Buffer* y;
-    gpu::KernelKey key;
-    std::vector<gpu::Binding> bindings;
-    std::optional<AttnDirect> flash, decode;  // write y instead in the passes they serve, and its units then
-  };
-  std::vector<Q8Producer> q8_producer_;  // empty or one
-  // The add_rmsnorm just added (op index and its inputs): a one-token matvec on its output can do its
-  // work instead (x_q8_norm.wgsl).
-  struct NormProducer {
-    size_t op;
-    const gpu::Buffer *y, *sum, *a, *b, *w;
-    uint32_t d;
-    float eps;
-  };
-  std::vector<NormProducer> norm_producer_;  // empty or one
-  // The decode matvec just added, if it can store its output as int8 units too (whole units per
-  // workgroup, x not read from xq/xs): its one-token key and bindings.
-  std::vector<Q8Producer> q8_matvec_producer_;  // empty or one
-  // The decode matvec just added, if it can store a QKV's rows as rope_kv would (y_rope.wgsl: one
-  // part, x made in the workgroup, RPL 2): its one-token key and bindings, for rope_kv().
-  std::vector<Q8Producer> rope_matvec_;  // empty or one
-  // The decode matvec just added, if it is a plain one-token matvec on int8 x that could add the
-  // residual to its rows (y_resid.wgsl): its one-token key and bindings, for the fused-norm matvec
-  // after the add_rmsnorm that follows it.
-  std::vector<Q8Producer> resid_matvec_;  // empty or one
-  bool emit_q8_from_matvec(const gpu::Buffer& x);
-  void q8_producer(const gpu::Buffer& y, const gpu::KernelKey& key, const std::vector<gpu::Binding>& b,
-                   std::optional<AttnDirect> flash = std::nullopt, std::optional<AttnDirect> decode = std::nullopt);
-  bool emit_q8_from_producer(const gpu::Buffer& x, uint32_t max_tokens, uint32_t f32_dead_from = 0);
-  bool emit_q8_through_copy(const gpu::Buffer& x);
-  std::string reduce_snippet() const;
-  std::string pack8_snippet() const;
   bool subgroups_ = true;
-  bool add_picker(gpu::KernelKey key, std::vector<gpu::Binding> b, const gpu::Buffer& x, const Matrix& table);
-  // f32_dead_from: passes from this length read only the units (0: none); add_rmsnorm and flash
-  // attention then skip their f32 output (F32_OUT).
-  void emit_q8(Q8Producer& p, const gpu::Buffer& x, uint32_t max_tokens, uint32_t f32_dead_from = 0);
-  void add_quantize_q8(const gpu::Buffer& x, uint32_t cols, bool one_token, uint32_t max_tokens);
-  void add_split_k(const gpu::Buffer& y, const gpu::Buffer& x, const MatrixPart& p, const Matrix& w,
-                   const std::map<std::string, double>& gemm_constants, uint32_t row_tiles);
+  bool finished_ = false;
+
   // A kernel variant: the pipeline of key bound to b (labelled label), named role in profiles
   // (default: the kernel and its weight type, "gemm_q4_0").
   Variant variant(const gpu::KernelKey& key, const std::vector<gpu::Binding>& b, const std::string& label,

@@ -1,6 +1,6 @@
 // The GEMM variants of GraphBuilder (graph.h) that prefill's passes choose between per pass length:
 // split-K with its gemm_reduce (the f32 GEMM and gemm_q8), and the f32 GEMM's 8 x 4 micro-tile. Each
-// is added to the gemm dispatch just added by matmul (graph.cpp), with the rule for when it pays.
+// is added to the gemm dispatch just made by lower_matmul (graph_matmul.cpp), with the rule for when it pays.
 #include <algorithm>
 #include <map>
 #include <string>

@@ -1,15 +1,17 @@
 // How each op family picks its variant for a pass (graph_ops.h). The rules of when a variant pays,
-// and the measurements behind them, are where the builder makes it (graph.cpp, graph_gemm.cpp,
+// and the measurements behind them, are where the builder makes it (graph_matmul.cpp, graph_gemm.cpp,
 // graph_attention.cpp).
 #include "engine/graph_ops.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "engine/graph.h"
 
 namespace ztvm {
 
 void Graph::encode(gpu::Recorder& rec, uint32_t pos0, uint32_t n_tokens, bool embedded) const {
+  if (!finished) throw std::logic_error("graph replayed before GraphBuilder::finish made its ops");
   const Pass p{pos0, n_tokens, embedded};
   for (const auto& op : ops) op->encode(rec, p);
 }

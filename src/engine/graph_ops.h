@@ -149,6 +149,7 @@ class Graph {
   template <class T>
   T* find(size_t i) const { return i < ops.size() ? dynamic_cast<T*>(ops[i].get()) : nullptr; }
   std::vector<std::unique_ptr<Op>> ops;
+  bool finished = false;  // GraphBuilder::finish made the ops
 };
 
 }  // namespace ztvm
