@@ -6,7 +6,7 @@ struct WUnit {
   d: f32,
 }
 fn w_load(row_byte: u32, u: u32) -> WUnit {
-  let q = w_iq4_xs_codes(row_byte, u);
+  let q = w_pair_levels(w_iq4_xs_q(row_byte, u));  // through the table of w_prologue
   return WUnit(q[0], q[1], w_iq4_xs_d(row_byte, u));
 }
 //!include dotq8_levels

@@ -1,5 +1,5 @@
 // The int8 dot of a WUnit of signed levels (lo, hi) and one scale d: IQ4_NL, IQ4_XS, MXFP4, whose
-// codes index int8 tables (weight_bits.wgsl's w_lookup4).
+// codes index int8 tables (weight_bits.wgsl's w_pair_levels).
 fn w_dot_x(wu: ptr<function, WUnit>, xu: ptr<function, XUnit>) -> f32 {
   var s = 0;
   for (var i = 0u; i < 4u; i++) {

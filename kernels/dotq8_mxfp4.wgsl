@@ -6,7 +6,7 @@ struct WUnit {
   d: f32,
 }
 fn w_load(row_byte: u32, u: u32) -> WUnit {
-  let q = w_mxfp4_codes(row_byte, u);
+  let q = w_pair_levels(w_mxfp4_q(row_byte, u));  // through the table of w_prologue
   return WUnit(q[0], q[1], w_mxfp4_d(row_byte, u));
 }
 //!include dotq8_levels

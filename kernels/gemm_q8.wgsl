@@ -107,6 +107,7 @@ fn put(i: u32, st: Staged) {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
+  w_prologue(lid, 256u);  // the table of levels, for the types that have one (matvec.wgsl); a barrier
   let rows_per_tile = select(64u, 32u, GATED);
   let row_tiles = (ROWS + rows_per_tile - 1u) / rows_per_tile;
   let ks = flat_group(wid, nwg) % KSPLIT;  // neighbouring groups: the same tile, other K ranges

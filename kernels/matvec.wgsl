@@ -9,7 +9,8 @@
 // A matrix of two weight types (a Q4_K_M QKV: q|k Q4_K, v Q6_K) in one dispatch: W2DECL, WEIGHT2 and
 // DOT2 bring the second type (weight2_binding.wgsl; by default weight2_none.wgsl), whose ROWS2 rows
 // follow the first type's ROWS in y; a lane group takes rows of one type. YOUT = y_rope: a one-token
-// QKV's rows stored as rope_kv.wgsl would (y_rope.wgsl; by default y_plain.wgsl).
+// QKV's rows stored as rope_kv.wgsl would (y_rope.wgsl; by default y_plain.wgsl). Each weight
+// snippet's w_prologue goes first: it fills the workgroup's table of levels (IQ4_NL, IQ4_XS, MXFP4).
 //!include common
 //!include PACK8 q8_pack8_none
 //!include WEIGHT
@@ -43,6 +44,8 @@ const XQ_BINDING = X_BINDINGS;  // XOUT's int8 units follow x's bindings
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
+  w_prologue(lid, WG);
+  w2_prologue(lid, WG);
   let lane = lid % LANES;
   let group = flat_group(wid, nwg);
   let row0 = group * GROUPS * RPL + (lid / LANES) * RPL;

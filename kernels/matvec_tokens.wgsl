@@ -28,6 +28,7 @@ const KEEP_SUMS = false;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
+  w_prologue(lid, WG);  // the table of levels, for the types that have one (matvec.wgsl)
   // Neighbouring workgroups take the same rows for other tokens, so the weights stay in L2 between them.
   let token_groups = (step.n_tokens + TT - 1u) / TT;
   let g = flat_group(wid, nwg);

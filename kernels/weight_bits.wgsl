@@ -54,12 +54,40 @@ fn w_quad_at(b: u32) -> vec4u {
   let w4 = w_word(k + 4u);  // past the data when aligned (robust access keeps the last one in bounds)
   return vec4u(w_funnel(w0, w1, sh), w_funnel(w1, w2, sh), w_funnel(w2, w3, sh), w_funnel(w3, w4, sh));
 }
+// The int8 paths' lookup (matvec, matvec_tokens, gemm_q8 through the dotq8 snippets' w_load): a code
+// byte b to both its levels, t[b & 15] in bits 0..7 and t[b >> 4] in bits 16..23, from a table the
+// workgroup fills once (w_prologue). Indexed by a computed value it stays in shared memory, unlike a
+// vector; a unit takes 16 loads of it and ~64 shifts, masks and ors, where w_lookup4 takes ~400 ops.
+// The f32 paths (w_unit: embed, gemm.wgsl) keep w_lookup4 and need no prologue.
+var<workgroup> w_pairs: array<u32, 256>;
+// Code i's byte in table t, by w_lookup4's selects.
+fn w_level(i: u32, t: vec4u) -> u32 {
+  let b2 = (i & 4u) != 0u;
+  return (select(select(t.x, t.y, b2), select(t.z, t.w, b2), (i & 8u) != 0u) >> ((i & 3u) * 8u)) & 0xFFu;
+}
+// Every thread of the workgroup calls it (a barrier), before anything reads w_pairs or returns early.
+fn w_fill_pairs(lid: u32, threads: u32, t: vec4u) {
+  for (var b = lid; b < 256u; b += threads) { w_pairs[b] = w_level(b & 15u, t) | (w_level(b >> 4u, t) << 16u); }
+  workgroupBarrier();
+}
+// w_levels through w_pairs: 16 code bytes to the levels of elements 0..15 ([0]) and 16..31 ([1]).
+// Two neighbouring bytes' pairs, the second shifted up a byte, are four levels (elements j, j + 1,
+// j + 16, j + 17); two such words swap halves into a word of lo and one of hi.
+fn w_pair_levels(q: vec4u) -> array<vec4u, 2> {
+  var lo: vec4u;
+  var hi: vec4u;
+  for (var i = 0u; i < 4u; i++) {
+    let a = w_pairs[q[i] & 0xFFu] | (w_pairs[(q[i] >> 8u) & 0xFFu] << 8u);
+    let b = w_pairs[(q[i] >> 16u) & 0xFFu] | (w_pairs[q[i] >> 24u] << 8u);
+    lo[i] = (a & 0xFFFFu) | (b << 16u);
+    hi[i] = (a >> 16u) | (b & 0xFFFF0000u);
+  }
+  return array<vec4u, 2>(lo, hi);
+}
 // The levels -127 -104 -83 -65 -49 -35 -22 -10 1 13 25 38 53 69 89 113 as bytes (IQ4_NL and IQ4_XS).
 const W_IQ4_LEVELS = vec4u(0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u);
-// 16 bytes of index pairs to the levels of elements 0..15 ([0]) and 16..31 ([1]).
-fn w_iq4_levels(q: vec4u) -> array<vec4u, 2> {
+// 16 bytes of index pairs to their levels in table t: elements 0..15 ([0]) and 16..31 ([1]).
+fn w_levels(q: vec4u, t: vec4u) -> array<vec4u, 2> {
   let m4 = vec4u(0x0F0F0F0Fu);
-  let l = q & m4;
-  let h = (q >> vec4u(4u)) & m4;
-  return array<vec4u, 2>(w_lookup4(l, W_IQ4_LEVELS), w_lookup4(h, W_IQ4_LEVELS));
+  return array<vec4u, 2>(w_lookup4(q & m4, t), w_lookup4((q >> vec4u(4u)) & m4, t));
 }

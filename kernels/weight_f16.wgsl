@@ -1,6 +1,7 @@
 // F16 weights: 2 bytes per element, unpacked to f32 (no shader-f16 on NVIDIA's Vulkan).
 //!include weight_bytes
 fn w_row_bytes() -> u32 { return COLS * 2u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
   var v: array<f32, 32>;
   if (COLS % 8u == 0u && u * 32u + 32u <= COLS) {

@@ -1,6 +1,7 @@
 // F32 weights: COLS floats per row. w_unit returns elements [32u, 32u+32) of a row, zero past COLS.
 //!include weight_bytes
 fn w_row_bytes() -> u32 { return COLS * 4u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
   var v: array<f32, 32>;
   let base = row_byte / 4u + u * 32u;

@@ -11,15 +11,10 @@ fn w_mxfp4_d(row_byte: u32, u: u32) -> f32 {
   let e = w_u8(row_byte + u * 17u);
   return bitcast<f32>(select((e - 1u) << 23u, 0x00200000u << e, e < 2u));
 }
-fn w_mxfp4_codes(row_byte: u32, u: u32) -> array<vec4u, 2> {
-  let q = w_quad_at(row_byte + u * 17u + 1u);
-  let m4 = vec4u(0x0F0F0F0Fu);
-  let l = q & m4;
-  let h = (q >> vec4u(4u)) & m4;
-  return array<vec4u, 2>(w_lookup4(l, W_E2M1_DOUBLED), w_lookup4(h, W_E2M1_DOUBLED));
-}
+fn w_mxfp4_q(row_byte: u32, u: u32) -> vec4u { return w_quad_at(row_byte + u * 17u + 1u); }  // code pairs
+fn w_prologue(lid: u32, threads: u32) { w_fill_pairs(lid, threads, W_E2M1_DOUBLED); }
 fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
   let d = w_mxfp4_d(row_byte, u);
-  let q = w_mxfp4_codes(row_byte, u);
+  let q = w_levels(w_mxfp4_q(row_byte, u), W_E2M1_DOUBLED);
   return w_bytes_to_floats(q[0], q[1], d, d, 0.0);
 }

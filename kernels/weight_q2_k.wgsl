@@ -6,6 +6,7 @@
 //!include weight_bytes
 //!include weight_bits
 fn w_row_bytes() -> u32 { return COLS / 256u * 84u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
   let b = row_byte + (u / 8u) * 84u;
   let j = u % 8u;

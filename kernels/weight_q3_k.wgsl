@@ -6,6 +6,7 @@
 //!include weight_bytes
 //!include weight_bits
 fn w_row_bytes() -> u32 { return COLS / 256u * 110u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 // 6-bit scale i from the 12 scale bytes (sc: the 16 bytes at block byte 96, d in the last 4): its low
 // 4 bits in a nibble of bytes 0..7 (i < 8 low nibbles, i >= 8 high), its top 2 bits in byte 8 + i % 4
 // at bit 2 (i / 4).

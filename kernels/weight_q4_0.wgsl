@@ -5,6 +5,7 @@
 //!include weight_bytes
 override W_SPLIT: bool = COLS % 256u == 0u;
 fn w_row_bytes() -> u32 { return COLS / 32u * 18u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 // Byte offsets of unit u's scale and nibbles in a row.
 fn w_d_byte(row_byte: u32, u: u32) -> u32 { return select(row_byte + u * 18u, row_byte + COLS / 2u + u * 2u, W_SPLIT); }
 fn w_q_byte(row_byte: u32, u: u32) -> u32 { return select(row_byte + u * 18u + 2u, row_byte + u * 16u, W_SPLIT); }

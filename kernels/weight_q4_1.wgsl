@@ -3,6 +3,7 @@
 //!include weight_bytes
 //!include weight_bits
 fn w_row_bytes() -> u32 { return COLS / 32u * 20u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 // Unit u's (d, m) and its nibbles, a word per 4 bytes (blocks are 20 bytes: always word-aligned).
 fn w_q4_1_dm(row_byte: u32, u: u32) -> vec2f { return unpack2x16float(w_word((row_byte + u * 20u) >> 2u)); }
 fn w_q4_1_codes(row_byte: u32, u: u32) -> vec4u {

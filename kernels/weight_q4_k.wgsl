@@ -5,6 +5,7 @@
 // at 16 + 16j, byte k holding codes k (low nibble) and k + 16 (high), as Q4_0's.
 //!include weight_bytes
 fn w_row_bytes() -> u32 { return COLS / 256u * 144u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 
 // The 6-bit (scale, min) of sub-block j from the 12 bytes at byte s (4-byte aligned: Q4_K blocks are
 // 144 bytes).

@@ -4,6 +4,7 @@
 //!include weight_bytes
 //!include weight_bits
 fn w_row_bytes() -> u32 { return COLS / 32u * 22u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 fn w_q5_0_d(row_byte: u32, u: u32) -> f32 { return w_f16(row_byte + u * 22u); }
 // Unit u's 5-bit codes (0..31) as bytes: elements 0..15 in [0], 16..31 in [1].
 fn w_q5_0_codes(row_byte: u32, u: u32) -> array<vec4u, 2> {

@@ -6,6 +6,7 @@
 //!include weight_bytes
 //!include weight_bits
 fn w_row_bytes() -> u32 { return COLS / 256u * 176u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 // Byte i (0..11) of the scales, from the block's first 16 bytes h (d and dmin first).
 fn w_k_scale_byte(h: vec4u, i: u32) -> u32 { return (h[1u + i / 4u] >> ((i % 4u) * 8u)) & 0xFFu; }
 // Sub-block j's 6-bit scale and min, as llama.cpp packs them in Q4_K and Q5_K: j < 4 in the low 6 bits

@@ -6,6 +6,7 @@
 // a word, so that codes and scales start on a word.
 //!include weight_bytes
 fn w_row_bytes() -> u32 { return COLS / 256u * 210u; }
+fn w_prologue(lid: u32, threads: u32) {}  // no table to fill (see weight_bits.wgsl's w_pairs)
 // Byte offsets of block blk of a row: its sub-blocks, and d.
 fn q6_codes(row_byte: u32, blk: u32) -> u32 {
   let b = row_byte + blk * 210u;
