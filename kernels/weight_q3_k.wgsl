@@ -15,9 +15,11 @@ fn w_q3_scale(sc: vec4u, i: u32) -> i32 {
   let hi = (sc.z >> (8u * (i % 4u) + 2u * (i / 4u))) & 3u;
   return i32(lo | (hi << 4u)) - 32;
 }
-// Sub-block u % 8's codes (0..7, value q - 4) as bytes, elements 0..15 in lo and 16..31 in hi, and the
-// two halves' d * scale. Blocks start at any even byte: each 16-byte run is loaded as aligned words
-// and realigned (w_quad_at), which keeps neighbouring lanes of different alignments on one path.
+// Sub-block u % 8's values q - 4 (-4..3) as signed bytes, elements 0..15 in lo and 16..31 in hi, and
+// the two halves' d * scale: a clear high bit puts 0xFC (-4) over the low bits, as its inverse (0 or 1
+// a byte) times 0xFC, which is no more work than q itself and leaves the int8 dot no offset term.
+// Blocks start at any even byte: each 16-byte run is loaded as aligned words and realigned
+// (w_quad_at), which keeps neighbouring lanes of different alignments on one path.
 struct W_Q3K {
   lo: vec4u,
   hi: vec4u,
@@ -30,8 +32,9 @@ fn w_q3_k(row_byte: u32, u: u32) -> W_Q3K {
   let s = j % 4u;
   let m2 = vec4u(0x03030303u);
   let m1 = vec4u(0x01010101u);
-  let lo = ((w_quad_at(b + 32u + 32u * n) >> vec4u(2u * s)) & m2) | (((w_quad_at(b) >> vec4u(4u * n + s)) & m1) << vec4u(2u));
-  let hi = ((w_quad_at(b + 48u + 32u * n) >> vec4u(2u * s)) & m2) | (((w_quad_at(b + 16u) >> vec4u(4u * n + s)) & m1) << vec4u(2u));
+  let m4 = vec4u(0xFCu);
+  let lo = ((w_quad_at(b + 32u + 32u * n) >> vec4u(2u * s)) & m2) | ((~(w_quad_at(b) >> vec4u(4u * n + s)) & m1) * m4);
+  let hi = ((w_quad_at(b + 48u + 32u * n) >> vec4u(2u * s)) & m2) | ((~(w_quad_at(b + 16u) >> vec4u(4u * n + s)) & m1) * m4);
   let sc = w_quad_at(b + 96u);
   let d = unpack2x16float(sc.w).x;  // bytes 108..109
   let i0 = 8u * n + 2u * s;
@@ -39,7 +42,5 @@ fn w_q3_k(row_byte: u32, u: u32) -> W_Q3K {
 }
 fn w_unit(row_byte: u32, u: u32) -> array<f32, 32> {
   let q = w_q3_k(row_byte, u);
-  let off = vec4u(0x7C7C7C7Cu);  // q - 4 in each byte (see dotq8_q3_k.wgsl's w_gemm_codes)
-  let flip = vec4u(0x80808080u);
-  return w_bytes_to_floats((q.lo + off) ^ flip, (q.hi + off) ^ flip, q.s.x, q.s.y, 0.0);
+  return w_bytes_to_floats(q.lo, q.hi, q.s.x, q.s.y, 0.0);
 }
