@@ -11,7 +11,6 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 B=.cache/bench
 SRC=.cache/llamacpp/src           # llama.cpp as shipped in npm node-llama-cpp (tools/llamacpp/build.sh pins it)
-VOCAB=testdata/vocab
 LIMIT=$(( 64 * 1024 * 1024 ))
 
 [ -x "$BUILD/ztvm" ] || { echo "prepare: no $BUILD/ztvm: build it first (cmake --build $BUILD --target ztvm)" >&2; exit 1; }
@@ -53,8 +52,8 @@ git -C "$SRC" rev-parse --short HEAD > "$B/llamacpp-commit.txt"
 git -C "$SRC" archive --format=tar HEAD -- . ':!models' ':!docs' ':!media' ':!tools/ui' ':!tests' ':!benches' \
   ':!examples' ':!pocs' ':!.github' | xz -9 -T2 > "$B/llamacpp-src.tar.xz"
 
-mkdir -p "$B/vocab"
-for v in llama-bpe qwen2 phi-3; do xz -dc "$VOCAB/ggml-vocab-$v.gguf.xz" > "$B/vocab/ggml-vocab-$v.gguf"; done
+# The vocab files are not carried: run_h200.sh unpacks them from the tree's testdata/vocab/*.xz.
+rm -rf "$B/vocab"
 
 echo "ztvm $(cat "$B/ztvm-commit.txt"), llama.cpp $(cat "$B/llamacpp-commit.txt")"
 echo "libraries ztvm needs (Ubuntu 24.04 has libpcre2-8, libstdc++, libc; Dawn and libutf8proc are carried):"

@@ -26,6 +26,13 @@ SYNTH_THREADS=${SYNTH_THREADS:-8}
 RAW=$OUT/raw
 mkdir -p "$RAW" "$MODEL_DIR"
 exec > >(tee -a "$OUT/run.log") 2>&1
+# The vocab files travel in the tree (testdata/vocab/*.xz), not in the carry: unpacked here.
+mkdir -p "$B/vocab"
+for v in llama-bpe qwen2 phi-3; do
+  f="$ROOT/testdata/vocab/ggml-vocab-$v.gguf.xz" g="$B/vocab/ggml-vocab-$v.gguf"
+  [ -s "$g" ] || xz -dc "$f" > "$g" 2>/dev/null ||
+    python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$f" > "$g"
+done
 
 elapsed() { echo $(( $(date +%s) - T0 )); }
 log() { printf '[%4ds] %s\n' "$(elapsed)" "$*"; }

@@ -11,7 +11,8 @@ Run where PyTorch and transformers are installed (no network needed):
 
     python3 tools/make_fixtures.py --out /tmp/fixtures
 
-Output, for each NAME in llama-gqa, llama-tied, qwen3, phi3:
+Output, for each NAME in llama-gqa, llama-tied, qwen3, phi3, qwen3-moe, qwen3.5,
+qwen3.5-moe (the last three where this transformers has them):
 
     NAME/            config.json, generation_config.json, model.safetensors (F32)
                      ids.npy, ids.txt        16 fixed ids, first = 1 (BOS)
@@ -85,7 +86,33 @@ MODELS = {
     "phi3": (Phi3Config, dict(num_attention_heads=8, num_key_value_heads=8,
                               tie_word_embeddings=False, original_max_position_embeddings=512),
              10000.0, None),
+    # The architectures of issues 53/54, by class name: a transformers without one skips it. Kept
+    # small (the repository carries them): 4 experts of 2 chosen, 128-wide experts (Q8_0/Q4_0 rows;
+    # the K-quants need 256), 64-dim heads. Qwen3-MoE: every layer sparse, top-k renormalised.
+    "qwen3-moe": ("Qwen3MoeConfig", dict(num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                         num_experts=4, num_experts_per_tok=2, moe_intermediate_size=128,
+                                         norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+                                         tie_word_embeddings=False), 1000000.0, None),
+    # Qwen3.5: a gated DeltaNet layer, then a gated full-attention layer (quarter rotary).
+    "qwen3.5": ("Qwen3_5TextConfig", dict(num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                          layer_types=["linear_attention", "full_attention"],
+                                          linear_num_key_heads=2, linear_num_value_heads=4,
+                                          linear_key_head_dim=64, linear_value_head_dim=64,
+                                          linear_conv_kernel_dim=4, partial_rotary_factor=0.25,
+                                          tie_word_embeddings=False), 10000000.0, None),
+    # Qwen3.5-MoE / Qwen3.6-A3B: the same layers, a sparse FFN with a gated shared expert.
+    "qwen3.5-moe": ("Qwen3_5MoeTextConfig", dict(num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                                 layer_types=["linear_attention", "full_attention"],
+                                                 linear_num_key_heads=2, linear_num_value_heads=4,
+                                                 linear_key_head_dim=64, linear_value_head_dim=64,
+                                                 linear_conv_kernel_dim=4, partial_rotary_factor=0.25,
+                                                 num_experts=4, num_experts_per_tok=2,
+                                                 moe_intermediate_size=128, shared_expert_intermediate_size=128,
+                                                 tie_word_embeddings=False), 10000000.0, None),
 }
+# Weights drawn wider than WEIGHT_STD: routers, so that top-k choices are not near-ties a rounding
+# flips; A_log about 0 (decay rates near 1 per step, not e).
+SPECIAL_STD = {"mlp.gate.weight": 0.25, "shared_expert_gate.weight": 0.25}
 
 
 def uses_rope_parameters(cls):
@@ -156,7 +183,12 @@ def build_model(cfg, seed):
     with torch.no_grad():
         # named_parameters() lists a tied embedding/LM head once.
         for name, p in model.named_parameters():
-            if p.dim() >= 2:
+            special = next((v for k, v in SPECIAL_STD.items() if name.endswith(k)), None)
+            if special is not None:
+                p.copy_(torch.randn(p.shape, generator=gen) * special)
+            elif name.endswith("A_log"):
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+            elif p.dim() >= 2:
                 p.copy_(torch.randn(p.shape, generator=gen) * WEIGHT_STD)
             elif name.endswith("bias"):
                 p.copy_(torch.randn(p.shape, generator=gen) * WEIGHT_STD)
@@ -264,8 +296,14 @@ def dir_size(path):
     return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
 
 
+def config_class(cls):
+    """A class, or a class name looked up in this transformers (None if it has none)."""
+    return getattr(transformers, cls, None) if isinstance(cls, str) else cls
+
+
 def make_one(out_root, index, name, ids):
     cls, extra, theta, scaling = MODELS[name]
+    cls = config_class(cls)
     cfg, note = make_config(cls, extra, theta, scaling)
     seed = SEED + index
     model = build_model(cfg, seed)
@@ -308,6 +346,7 @@ def make_one(out_root, index, name, ids):
         rope_scaling=rope_scaling,
         note=note,
         n_params=sum(p.numel() for p in model.parameters()),
+        parameters={k: list(v.shape) for k, v in model.state_dict().items()},
     )
     for d, kind in ((d32, "float32"), (d16, "float16 weights, float32 arithmetic")):
         with open(os.path.join(d, "fixture.json"), "w") as f:
@@ -333,10 +372,21 @@ def main():
     ids = fixed_ids()
 
     rows = []
+    failed = []
     for index, name in enumerate(MODELS):  # fixed order -> fixed seeds
         if args.only and name not in args.only:
             continue
-        rows.extend(make_one(args.out, index, name, ids))
+        if config_class(MODELS[name][0]) is None:
+            print(f"SKIP {name}: transformers {transformers.__version__} has no {MODELS[name][0]}", file=sys.stderr)
+            failed.append(name)
+            continue
+        try:
+            rows.extend(make_one(args.out, index, name, ids))
+        except Exception as e:  # the others still get made; the failure is reported and fails the run
+            import traceback
+            traceback.print_exc()
+            print(f"FAILED {name}: {type(e).__name__}: {e}", file=sys.stderr)
+            failed.append(name)
 
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, numpy {np.__version__}")
     print("ids:", " ".join(str(int(i)) for i in ids))
@@ -346,6 +396,9 @@ def main():
         total += size
         print(f"{name:16} {size:10d} {std:10.4f} {dmax:11.3e}  {g}  {note}")
     print(f"total {total} bytes in {args.out}")
+    if failed:
+        print("not made: " + " ".join(failed), file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
