@@ -18,6 +18,7 @@ const char* arch_label(Arch a) {
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
     case Arch::Phi3: return "phi3";
+    case Arch::Qwen3Moe: return "qwen3moe";
   }
   return "?";
 }
@@ -29,6 +30,13 @@ void print_config(const ModelConfig& c) {
   std::printf("hidden_size         %u\n", c.hidden_size);
   std::printf("intermediate_size   %u\n", c.intermediate_size);
   std::printf("num_hidden_layers   %u\n", c.num_hidden_layers);
+  if (c.num_experts) {
+    uint32_t moe = 0;
+    for (uint32_t l = 0; l < c.num_hidden_layers; l++) moe += c.layer(l).ffn == Ffn::Moe;
+    std::printf("experts             %u of %u per token, %u wide%s, in %u of %u layers\n", c.num_experts_per_tok,
+                c.num_experts, c.moe_intermediate_size, c.norm_topk_prob ? ", weights renormalised" : "", moe,
+                c.num_hidden_layers);
+  }
   std::printf("attention heads     %u q, %u kv, head_dim %u\n", c.num_attention_heads, c.num_key_value_heads, c.head_dim);
   std::printf("rope                %s, theta %g, rotary_dim %u%s\n", c.rope_style == RopeStyle::Normal ? "normal" : "neox",
               double(c.rope_theta), c.rotary_dim, c.rope_freq_factors.empty() ? "" : ", frequency factors");
@@ -87,7 +95,9 @@ int run_info(int argc, char** argv) {
       for (const auto& part : model->gguf_parts)
         for (const TensorView& t : part->tensors()) tensors.push_back(&t);
     } else {
-      for (const auto& [name, t] : model->tensors) tensors.push_back(&t);
+      for (const auto& [name, t] : model->tensors)
+        if (name.rfind(".weight") != std::string::npos || name.find("_exps.") == std::string::npos)
+          tensors.push_back(&t);  // not the per-expert views open_model adds
     }
   } else {
     print_metadata(*gguf_only);

@@ -2,6 +2,8 @@
 // build() runs once per head mode at load; passes then replay the recorded dispatches (graph.h).
 #include "engine/forward.h"
 
+#include "model/model_error.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -45,6 +47,10 @@ std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
 Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk, uint32_t kv_pages)
     : dev_(dev), kernels_(dev), cfg_(model.config), max_context_(max_context), max_chunk_(max_chunk) {
   const ModelConfig& c = cfg_;
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++)  // before any weight goes to the GPU
+    if (c.layer(l).ffn != Ffn::Dense)
+      throw ModelError(model.path + ": layer " + std::to_string(l) + " is a mixture-of-experts FFN (" + c.arch_name +
+                       "), which the GPU forward pass does not run yet");
   const uint32_t hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads, d = c.hidden_size;
   const uint64_t F = 4;
   const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;

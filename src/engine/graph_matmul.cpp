@@ -54,12 +54,18 @@ GraphBuilder::MatvecShape GraphBuilder::matvec_shape(const MatrixPart& p, const 
 }
 
 // A gated matrix whose long passes run gemm_q8 with four units a step and whose h fits hq/hs.
+// Workgroup memory the weight snippet of type t takes for itself: the 256-entry table of code pairs
+// of the types whose levels are looked up (IQ4_NL, IQ4_XS, MXFP4: w_prologue in weight_bits.wgsl).
+static uint32_t level_table_bytes(GgmlType t) {
+  return t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS || t == GgmlType::MXFP4 ? 256 * 4 : 0;
+}
+
 bool GraphBuilder::gated_h_capable(const MatmulArgs& m) const {
   const Matrix& w = *m.w;
   if (!hq_ || !w.gated || w.parts.size() != 1 || !reads_q8(m) || !q8_gemm_ || q8_max(m) <= kQ8MatvecMaxTokens) return false;
   const MatrixPart& p = w.parts[0];
   return q8_x_type(p.type) && p.rows % 32 == 0 && p.row0 == 0 &&
-         k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 &&
+         k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 + level_table_bytes(p.type) &&
          (uint64_t)q8_max(m) * p.rows <= std::min(hq_->size(), hs_->size() / 8 * 32);
 }
 
@@ -104,8 +110,9 @@ void GraphBuilder::lower_matmul(size_t i, const MatmulArgs& a) {
     const std::string snippet = weight_snippet(p.type);
     if (int8_x && q8_gemm_ && q8_max > kQ8MatvecMaxTokens) {  // long passes: the int8 GEMM
       std::map<std::string, double> gc = c;
-      // Four units per step need 20 KB of workgroup memory (every desktop GPU has 32+; WebGPU's floor is 16).
-      gc["UPS"] = k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 ? 4 : 2;
+      // Four units per step need 20 KB of workgroup memory (every desktop GPU has 32+; WebGPU's floor is
+      // 16), and the types whose levels come from a table 1 KB more (weight_bits.wgsl w_pairs).
+      gc["UPS"] = k_.device().limits().maxComputeWorkgroupStorageSize >= kGemmQ8StepBytes * 4 + level_table_bytes(p.type) ? 4 : 2;
       // Measured per type on the H200 (gemm_q8.wgsl); Q5_K and Q3_K decode as much per unit: as Q4_K, unmeasured.
       if (p.type == GgmlType::Q4_K || p.type == GgmlType::Q6_K || p.type == GgmlType::Q5_K || p.type == GgmlType::Q3_K)
         gc["LOWREG"] = 1;

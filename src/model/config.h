@@ -8,7 +8,7 @@
 
 namespace ztvm {
 
-enum class Arch { Llama, Qwen2, Qwen3, Phi3 };
+enum class Arch { Llama, Qwen2, Qwen3, Phi3, Qwen3Moe };
 // How a text's token states become one embedding vector (ztvm embed, /v1/embeddings); GGUF
 // `{arch}.pooling_type` or sentence-transformers' 1_Pooling/config.json. Unset: the model names none.
 enum class Pooling { Unset, Mean, Cls, Last };
@@ -23,7 +23,7 @@ enum class RopeStyle {
 // gated DeltaNet in three layers of four) and mixture-of-experts ones add kinds here, set per layer
 // by the loaders, and forward.cpp builds each layer by its kind.
 enum class Mixer { Attention };
-enum class Ffn { Dense };
+enum class Ffn { Dense, Moe };
 struct LayerKind {
   Mixer mixer = Mixer::Attention;
   Ffn ffn = Ffn::Dense;
@@ -31,7 +31,7 @@ struct LayerKind {
 
 struct ModelConfig {
   Arch arch = Arch::Llama;
-  std::string arch_name;         // "llama", "qwen2", "qwen3", "phi3"
+  std::string arch_name;         // "llama", "qwen2", "qwen3", "phi3", "qwen3moe" (GGUF's names)
   std::string name;              // general.name or the directory name
   uint32_t vocab_size = 0;       // rows of the embedding / LM head
   uint32_t hidden_size = 0;      // d_model
@@ -59,6 +59,11 @@ struct ModelConfig {
   int32_t bos_token_id = -1;
   std::vector<int32_t> eos_token_ids;
   Pooling pooling = Pooling::Unset;  // an embedding model's pooling (decoder LLMs name none)
+  // Mixture-of-experts FFN (Ffn::Moe layers): num_experts experts of moe_intermediate_size rows, of
+  // which the router's num_experts_per_tok best run per token, their softmax weights renormalised
+  // over those when norm_topk_prob.
+  uint32_t num_experts = 0, num_experts_per_tok = 0, moe_intermediate_size = 0;
+  bool norm_topk_prob = true;
   // Per layer (empty: every layer the default kind, full attention and a dense FFN).
   std::vector<LayerKind> layer_kinds;
   LayerKind layer(uint32_t l) const { return l < layer_kinds.size() ? layer_kinds[l] : LayerKind{}; }

@@ -75,7 +75,7 @@ ModelConfig config_from_gguf(const GgufFile& g, const std::map<std::string, Tens
   // llama.cpp's converter permutes Q/K rows of `llama` so that adjacent-pair RoPE applies; the
   // other architectures keep HF's layout and rotate halves.
   c.rope_style = c.arch == Arch::Llama ? RopeStyle::Normal : RopeStyle::Neox;
-  c.qk_norm = c.arch == Arch::Qwen3;
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
   c.tie_word_embeddings = find("output.weight") == nullptr;
   c.attn_bias = find("blk.0.attn_q.bias") != nullptr;
 
@@ -110,6 +110,18 @@ ModelConfig config_from_gguf(const GgufFile& g, const std::map<std::string, Tens
       c.eos_token_ids.push_back(int32_t(id));
   }
   if (const TensorView* t = find("token_embd.weight")) c.vocab_size = uint32_t(t->rows());
+
+  // Mixture of experts (llama.cpp's qwen3moe): the layers with a router are sparse. llama.cpp
+  // renormalises Qwen3-MoE's top-k weights always (its converter writes no key for it).
+  if (c.arch == Arch::Qwen3Moe) {
+    c.num_experts = to_u32(g, a + "expert_count", g.get_uint(a + "expert_count"));
+    c.num_experts_per_tok = to_u32(g, a + "expert_used_count", g.get_uint(a + "expert_used_count"));
+    c.moe_intermediate_size = to_u32(g, a + "expert_feed_forward_length", g.get_uint(a + "expert_feed_forward_length"));
+    c.norm_topk_prob = true;
+    c.layer_kinds.resize(c.num_hidden_layers);
+    for (uint32_t l = 0; l < c.num_hidden_layers; l++)
+      if (find(layer_tensor(l, "ffn_gate_inp"))) c.layer_kinds[l].ffn = Ffn::Moe;
+  }
   return c;
 }
 

@@ -86,7 +86,8 @@ void add_ids(const json* v, std::vector<int32_t>* ids, const std::string& src) {
 std::string arch_from_hf(const json& cfg, const std::string& src) {
   if (const json* t = field(cfg, "model_type"); t && t->is_string()) return t->get<std::string>();
   static const std::pair<const char*, const char*> kClasses[] = {
-      {"LlamaForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"}};
+      {"LlamaForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"},
+      {"Qwen3MoeForCausalLM", "qwen3moe"}};
   if (const json* a = field(cfg, "architectures"); a && a->is_array() && !a->empty() && (*a)[0].is_string()) {
     const std::string cls = (*a)[0].get<std::string>();
     for (auto& [name, arch] : kClasses)
@@ -125,6 +126,7 @@ namespace {
 ModelConfig parse_hf_config(const fs::path& root, const json& cfg, const std::string& src, const SafetensorsDir* st) {
   ModelConfig c;
   c.arch_name = arch_from_hf(cfg, src);
+  if (c.arch_name == "qwen3_moe") c.arch_name = "qwen3moe";  // HF's model_type; GGUF's name is kept
   c.arch = parse_arch(c.arch_name, src);
   c.name = (root.filename().empty() ? root.parent_path() : root).filename().string();
 
@@ -139,7 +141,24 @@ ModelConfig parse_hf_config(const fs::path& root, const json& cfg, const std::st
   c.rms_norm_eps = float(get_num(cfg, "rms_norm_eps", src, 1e-6));
   c.max_position_embeddings = get_u32(cfg, "max_position_embeddings", src, 2048);
   c.rope_style = RopeStyle::Neox;  // HF applies rotate_half to un-permuted weights
-  c.qk_norm = c.arch == Arch::Qwen3;
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
+  // Mixture of experts: layer l is sparse unless listed in mlp_only_layers, every decoder_sparse_step-th.
+  if (c.arch == Arch::Qwen3Moe) {
+    c.num_experts = get_u32(cfg, field(cfg, "num_experts") ? "num_experts" : "num_local_experts", src);  // transformers 5's name
+    c.num_experts_per_tok = get_u32(cfg, "num_experts_per_tok", src);
+    c.moe_intermediate_size = get_u32(cfg, "moe_intermediate_size", src);
+    if (const json* n = field(cfg, "norm_topk_prob"); n && n->is_boolean()) c.norm_topk_prob = n->get<bool>();
+    else c.norm_topk_prob = false;  // transformers' default for Qwen3-MoE
+    const uint32_t step = get_u32(cfg, "decoder_sparse_step", src, 1);
+    std::vector<uint32_t> dense;
+    if (const json* m = field(cfg, "mlp_only_layers"); m && m->is_array())
+      for (const json& v : *m)
+        if (v.is_number_unsigned()) dense.push_back(v.get<uint32_t>());
+    c.layer_kinds.resize(c.num_hidden_layers);
+    for (uint32_t l = 0; l < c.num_hidden_layers; l++)
+      if (c.num_experts && step && (l + 1) % step == 0 && std::find(dense.begin(), dense.end(), l) == dense.end())
+        c.layer_kinds[l].ffn = Ffn::Moe;
+  }
   // Qwen2 always has q/k/v biases; Llama and Qwen3 make them optional via attention_bias.
   const json* bias = field(cfg, "attention_bias");
   c.attn_bias = c.arch == Arch::Qwen2 || (c.arch != Arch::Phi3 && bias && bias->is_boolean() && bias->get<bool>());
@@ -221,6 +240,26 @@ std::map<std::string, TensorView> map_hf_tensors(const SafetensorsDir& st, const
       {"mlp.gate_proj.weight", "ffn_gate.weight"},       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
       {"mlp.gate_up_proj.weight", "ffn_gate_up.weight"},  // Phi-3: fused, split later
+      // Mixture of experts: the router, and the experts stacked as transformers 5 holds them in
+      // memory ([experts, 2 ff, d]: each expert's gate rows, then its up rows; split later). Its
+      // save_pretrained, like the Hub's checkpoints, writes them one by one (below).
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.experts.gate_up_proj", "ffn_gate_up_exps.weight"}, {"mlp.experts.down_proj", "ffn_down_exps.weight"},
+  };
+  // "mlp.experts.7.up_proj.weight" -> expert_tensor(l, "ffn_up", 7), for models with experts.
+  auto expert_name = [&](uint32_t layer, const std::string& rest) -> std::string {
+    static const std::string pre = "mlp.experts.";
+    if (!config.num_experts || rest.rfind(pre, 0) != 0) return {};
+    const size_t dot = rest.find('.', pre.size());
+    const std::string num = rest.substr(pre.size(), dot == std::string::npos ? std::string::npos : dot - pre.size());
+    if (num.empty() || num.size() > 5 || !std::all_of(num.begin(), num.end(), ::isdigit)) return {};
+    const uint32_t e = (uint32_t)std::stoul(num);
+    const std::string what = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    if (e >= config.num_experts) return {};
+    if (what == "gate_proj.weight") return expert_tensor(layer, "ffn_gate", e);
+    if (what == "up_proj.weight") return expert_tensor(layer, "ffn_up", e);
+    if (what == "down_proj.weight") return expert_tensor(layer, "ffn_down", e);
+    return {};
   };
   std::map<std::string, TensorView> out;
   for (const TensorView& t : st.tensors()) {
@@ -239,6 +278,7 @@ std::map<std::string, TensorView> map_hf_tensors(const SafetensorsDir& st, const
       const bool numeric = !num.empty() && num.size() < 6 && std::all_of(num.begin(), num.end(), ::isdigit);
       for (auto& [hf, gguf] : kLayerNames)
         if (numeric && rest == hf) canonical = "blk." + std::to_string(std::stoul(num)) + "." + gguf;
+      if (numeric && canonical.empty()) canonical = expert_name((uint32_t)std::stoul(num), rest);
       if (numeric && std::stoul(num) >= config.num_hidden_layers)
         throw ModelError(st.dir() + ": tensor '" + n + "': layer " + num + " but num_hidden_layers is " +
                          std::to_string(config.num_hidden_layers));

@@ -18,7 +18,8 @@ struct ArchName {
   Arch arch;
   const char* name;
 };
-constexpr ArchName kArchs[] = {{Arch::Llama, "llama"}, {Arch::Qwen2, "qwen2"}, {Arch::Qwen3, "qwen3"}, {Arch::Phi3, "phi3"}};
+constexpr ArchName kArchs[] = {{Arch::Llama, "llama"}, {Arch::Qwen2, "qwen2"}, {Arch::Qwen3, "qwen3"},
+                               {Arch::Phi3, "phi3"},   {Arch::Qwen3Moe, "qwen3moe"}};
 
 // Rows [first, first + count) of a 2-D tensor: a contiguous byte range, whatever the type.
 TensorView row_slice(const TensorView& t, const std::string& name, uint64_t first, uint64_t count) {
@@ -31,12 +32,45 @@ TensorView row_slice(const TensorView& t, const std::string& name, uint64_t firs
   return v;
 }
 
+// A sparse layer's experts as 2-D views (expert_tensor), from GGUF's three stacked tensors
+// [d, ff, E], [d, ff, E], [ff, d, E] or transformers 5's two, [d, 2 ff, E] (each expert's gate rows,
+// then its up rows) and [ff, d, E]. HF checkpoints that store the experts one by one name them so
+// already (map_hf_tensors).
+void split_experts(ModelFile& m, uint32_t l) {
+  const ModelConfig& c = m.config;
+  const uint64_t E = c.num_experts, ff = c.moe_intermediate_size, d = c.hidden_size;
+  auto stacked = [&](const char* role, uint64_t cols, uint64_t rows) {
+    const std::string name = layer_tensor(l, role);
+    const TensorView* t = m.find(name);
+    const std::vector<uint64_t> shape = {cols, rows, E};
+    if (!t) throw ModelError(m.path + ": missing tensor " + name + " (expected shape " + shape_to_string(shape) + ")");
+    if (t->ne != shape)
+      throw ModelError(m.path + ": tensor " + name + ": expected shape " + shape_to_string(shape) + ", got " + t->shape_str());
+    return *t;
+  };
+  auto views = [&](const TensorView& t, const char* role, uint64_t first, uint64_t rows, uint64_t stride) {
+    for (uint32_t e = 0; e < E; e++)
+      m.tensors[expert_tensor(l, role, e)] = row_slice(t, expert_tensor(l, role, e), e * stride + first, rows);
+  };
+  if (m.from_hf() && !m.find(layer_tensor(l, "ffn_gate_up_exps"))) return;
+  if (m.find(layer_tensor(l, "ffn_gate_up_exps"))) {
+    const TensorView t = stacked("ffn_gate_up_exps", d, 2 * ff);
+    views(t, "ffn_gate", 0, ff, 2 * ff);
+    views(t, "ffn_up", ff, ff, 2 * ff);
+  } else {
+    views(stacked("ffn_gate_exps", d, ff), "ffn_gate", 0, ff, ff);
+    views(stacked("ffn_up_exps", d, ff), "ffn_up", 0, ff, ff);
+  }
+  views(stacked("ffn_down_exps", ff, d), "ffn_down", 0, d, d);
+}
+
 // Phi-3 stores Q, K, V as one matrix and gate, up as another; expose the parts as views.
 void split_fused(ModelFile& m) {
   const ModelConfig& c = m.config;
   const uint64_t q_rows = uint64_t(c.num_attention_heads) * c.head_dim;
   const uint64_t kv_rows = uint64_t(c.num_key_value_heads) * c.head_dim;
   for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (c.layer(l).ffn == Ffn::Moe) split_experts(m, l);
     // GGUF phi3 names the fused gate+up tensor ffn_up; recognise it by its doubled row count.
     const std::string up = layer_tensor(l, "ffn_up");
     if (c.arch == Arch::Phi3 && m.gguf && !m.find(layer_tensor(l, "ffn_gate"))) {
@@ -79,6 +113,11 @@ void check_config(const ModelFile& m) {
          std::to_string(c.num_key_value_heads));
   if (c.rotary_dim == 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)
     fail("rotary_dim " + std::to_string(c.rotary_dim) + " must be even and in 2.." + std::to_string(c.head_dim));
+  bool sparse = false;
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++) sparse |= c.layer(l).ffn == Ffn::Moe;
+  if (sparse && (c.moe_intermediate_size == 0 || c.num_experts_per_tok == 0 || c.num_experts_per_tok > c.num_experts))
+    fail("experts: " + std::to_string(c.num_experts_per_tok) + " of " + std::to_string(c.num_experts) + " per token, " +
+         std::to_string(c.moe_intermediate_size) + " wide: expected 1..experts of them and a width > 0");
   for (const auto* factors : {&c.rope_freq_factors, &c.rope_freq_factors_long})
     if (!factors->empty() && factors->size() != c.rotary_dim / 2)
       fail("RoPE frequency factors: expected " + std::to_string(c.rotary_dim / 2) + " values, got " +
@@ -121,6 +160,16 @@ void check_tensors(const ModelFile& m) {
     expect(n("attn_q_norm"), {c.head_dim}, c.qk_norm);
     expect(n("attn_k_norm"), {c.head_dim}, c.qk_norm);
     expect(n("ffn_norm"), {d}, true);
+    if (c.layer(l).ffn == Ffn::Moe) {
+      const uint64_t fe = c.moe_intermediate_size;
+      expect(n("ffn_gate_inp"), {d, c.num_experts}, true);
+      for (uint32_t e = 0; e < c.num_experts; e++) {
+        expect(expert_tensor(l, "ffn_gate", e), {d, fe}, true);
+        expect(expert_tensor(l, "ffn_up", e), {d, fe}, true);
+        expect(expert_tensor(l, "ffn_down", e), {fe, d}, true);
+      }
+      continue;
+    }
     expect(n("ffn_gate"), {d, ff}, true);
     expect(n("ffn_up"), {d, ff}, true);
     expect(n("ffn_down"), {ff, d}, true);
@@ -161,7 +210,7 @@ void open_split_parts(ModelFile& m) {
 }
 }  // namespace
 
-const char* supported_architectures() { return "llama, qwen2, qwen3, phi3"; }
+const char* supported_architectures() { return "llama, qwen2, qwen3, phi3, qwen3moe"; }
 
 Arch parse_arch(const std::string& name, const std::string& source) {
   for (const ArchName& a : kArchs)
@@ -171,6 +220,10 @@ Arch parse_arch(const std::string& name, const std::string& source) {
 
 std::string layer_tensor(uint32_t layer, const char* role, const char* suffix) {
   return "blk." + std::to_string(layer) + "." + role + "." + suffix;
+}
+
+std::string expert_tensor(uint32_t layer, const char* role, uint32_t expert) {
+  return "blk." + std::to_string(layer) + "." + role + "_exps." + std::to_string(expert);
 }
 
 const TensorView* ModelFile::find(const std::string& name) const {

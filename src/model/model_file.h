@@ -40,6 +40,9 @@ struct ModelFile {
 
 // "blk.3.attn_q.weight": the canonical name of a per-layer tensor.
 std::string layer_tensor(uint32_t layer, const char* role, const char* suffix = "weight");
+// "blk.3.ffn_gate_exps.7": expert 7's rows of a layer's stacked experts (role ffn_gate, ffn_up or
+// ffn_down), a 2-D view open_model makes of GGUF's ffn_*_exps or transformers' stacked tensors.
+std::string expert_tensor(uint32_t layer, const char* role, uint32_t expert);
 
 // Opens a .gguf file or an HF directory, fills the config, maps names, splits fused tensors and
 // validates every tensor's shape and type against the config. Throws ModelError. A GGUF split into

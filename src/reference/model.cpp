@@ -4,7 +4,9 @@
 
 #include "engine/gpu_layout.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace ztvm::ref {
 
@@ -31,6 +33,36 @@ std::vector<float> forward_hidden(const ModelFile& m, const std::vector<int32_t>
     return g;
   };
   const ModelConfig& c = m.config;
+  // A sparse FFN: per token, the router's softmax over the experts, the num_experts_per_tok most
+  // likely (ties: the lower index), their weights renormalised over those (norm_topk_prob), and the
+  // sum of those experts' FFNs so weighted.
+  auto moe_ffn = [&](uint32_t l, const std::vector<float>& xb) {
+    const uint32_t d = c.hidden_size, E = c.num_experts, K = c.num_experts_per_tok, n = (uint32_t)(xb.size() / d);
+    const std::vector<float> logits = matmul(weight(m, layer_tensor(l, "ffn_gate_inp")), xb);  // [n, E]
+    std::vector<float> out(xb.size(), 0.f);
+    for (uint32_t t = 0; t < n; t++) {
+      const float* z = &logits[(size_t)t * E];
+      const double top = *std::max_element(z, z + E);
+      std::vector<double> p(E);
+      double sum = 0;
+      for (uint32_t e = 0; e < E; e++) sum += p[e] = std::exp(z[e] - top);
+      std::vector<uint32_t> order(E);
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
+      double chosen = 0;
+      for (uint32_t j = 0; j < K; j++) chosen += p[order[j]];
+      const std::vector<float> x_t(xb.begin() + (size_t)t * d, xb.begin() + (size_t)(t + 1) * d);
+      for (uint32_t j = 0; j < K; j++) {
+        const uint32_t e = order[j];
+        const double w = p[e] / (c.norm_topk_prob ? chosen : sum);
+        const std::vector<float> h = gated_matmul(weight(m, expert_tensor(l, "ffn_gate", e)),
+                                                  weight(m, expert_tensor(l, "ffn_up", e)), x_t);
+        const std::vector<float> y = matmul(weight(m, expert_tensor(l, "ffn_down", e)), h);
+        for (uint32_t i = 0; i < d; i++) out[(size_t)t * d + i] += (float)(w * y[i]);
+      }
+    }
+    return out;
+  };
   const uint32_t T = (uint32_t)ids.size(), d = c.hidden_size, hd = c.head_dim;
   const uint32_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, qkvw = (nh + 2 * nkv) * hd;
   const AttnShape s{hd, nh, nkv, c.rotary_dim, c.rope_style == RopeStyle::Neox, c.qk_norm, c.rms_norm_eps};
@@ -69,8 +101,12 @@ std::vector<float> forward_hidden(const ModelFile& m, const std::vector<int32_t>
     std::vector<float> proj = matmul(weight(m, L + "attn_output.weight"), att);
     for (size_t i = 0; i < x.size(); i++) x[i] += proj[i];
     xb = rmsnorm(x, vec(m, L + "ffn_norm.weight"), d, c.rms_norm_eps);
-    std::vector<float> h = gated_matmul(weight(m, L + "ffn_gate.weight"), weight(m, L + "ffn_up.weight"), xb);
-    proj = matmul(weight(m, L + "ffn_down.weight"), h);
+    if (c.layer(l).ffn == Ffn::Moe) {
+      proj = moe_ffn(l, xb);
+    } else {
+      std::vector<float> h = gated_matmul(weight(m, L + "ffn_gate.weight"), weight(m, L + "ffn_up.weight"), xb);
+      proj = matmul(weight(m, L + "ffn_down.weight"), h);
+    }
     for (size_t i = 0; i < x.size(); i++) x[i] += proj[i];
   }
   return rmsnorm(x, vec(m, "output_norm.weight"), d, c.rms_norm_eps);
