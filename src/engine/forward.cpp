@@ -1,4 +1,4 @@
-// The forward pass of every supported architecture (llama, qwen2, qwen3, phi3), one line per dispatch.
+// The forward pass of every supported architecture (llama, qwen2, qwen3, phi3, qwen3moe), one line per dispatch.
 // build() runs once per head mode at load; passes then replay the recorded dispatches (graph.h).
 #include "engine/forward.h"
 
@@ -47,10 +47,6 @@ std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
 Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk, uint32_t kv_pages)
     : dev_(dev), kernels_(dev), cfg_(model.config), max_context_(max_context), max_chunk_(max_chunk) {
   const ModelConfig& c = cfg_;
-  for (uint32_t l = 0; l < c.num_hidden_layers; l++)  // before any weight goes to the GPU
-    if (c.layer(l).ffn != Ffn::Dense)
-      throw ModelError(model.path + ": layer " + std::to_string(l) + " is a mixture-of-experts FFN (" + c.arch_name +
-                       "), which the GPU forward pass does not run yet");
   const uint32_t hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads, d = c.hidden_size;
   const uint64_t F = 4;
   const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
@@ -61,7 +57,11 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   const bool flash = GraphBuilder::flash_serves(hd, nh, nkv);
   flash_nh_ = flash ? nh : 0;
   const uint64_t part_row = (uint64_t)nh * max_splits * (hd + 2) * F;  // one token's split partials
-  const uint64_t widest_row = std::max({(uint64_t)d, (uint64_t)c.intermediate_size, (uint64_t)(nh + 2 * nkv) * hd}) * F;
+  bool sparse = false;  // some layer is a mixture of experts
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++) sparse |= c.layer(l).ffn == Ffn::Moe;
+  const uint64_t K = sparse ? c.num_experts_per_tok : 0;
+  const uint64_t ffn = std::max<uint64_t>(c.intermediate_size, K * c.moe_intermediate_size);  // h's width a token
+  const uint64_t widest_row = std::max({(uint64_t)d, ffn, K * d, (uint64_t)(nh + 2 * nkv) * hd}) * F;
   const uint64_t limit = std::min(dev.max_binding_size() / widest_row, flash ? UINT32_MAX : dev.max_binding_size() / part_row);
   max_chunk_ = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>(max_chunk, limit));
   const uint64_t T = max_chunk_;
@@ -86,7 +86,13 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   const uint64_t flash_part = flash ? std::min<uint64_t>(T, kFlashSplitMaxTokens) * nh * kFlashSplits * (hd + 2) * F : 0;
   s_.part = dev.buffer("state.part", std::max((flash ? 1 : T) * part_row, flash_part));
   s_.proj = dev.buffer("state.proj", T * d * F);
-  s_.h = dev.buffer("state.h", T * c.intermediate_size * F);
+  s_.h = dev.buffer("state.h", T * ffn * F);
+  if (sparse) {
+    s_.router = dev.buffer("state.router", T * c.num_experts * F);
+    s_.moe_ids = dev.buffer("state.moe_ids", T * K * 4);
+    s_.moe_wts = dev.buffer("state.moe_wts", T * K * F);
+    s_.moe_y = dev.buffer("state.moe_y", T * K * d * F);
+  }
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
   s_.x_last = dev.buffer("state.x_last", d * F);
   s_.norm_xw = dev.buffer("state.norm_xw", d * F);
@@ -94,7 +100,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.zeros = dev.buffer("state.zeros", d * F);
   const std::vector<float> zeros(d, 0.f);
   dev.write(s_.zeros, zeros.data(), d * F);
-  const uint64_t widest = std::max({d, c.intermediate_size, nh * hd});  // the widest matvec input
+  const uint64_t widest = std::max<uint64_t>({d, ffn, (uint64_t)nh * hd});  // the widest matvec input (a token's)
   s_.xq = dev.buffer("state.xq", q8_tokens() * widest + 16);
   s_.xqs = dev.buffer("state.xqs", q8_tokens() * widest / 32 * 8 + 8);
   if (kQ8Gemm) {
@@ -142,8 +148,9 @@ void Forward::build(Head head, Graph& graph) {
   const uint32_t d = c.hidden_size;
 
   for (uint32_t l = 0; l < c.num_hidden_layers; l++)
-    if (c.layer(l).mixer != Mixer::Attention || c.layer(l).ffn != Ffn::Dense)
+    if (c.layer(l).mixer != Mixer::Attention)
       throw std::logic_error("layer " + std::to_string(l) + ": a kind this forward pass does not build");
+  const uint32_t k = c.num_experts_per_tok;
   g.embed(s.x_a, s.ids, w.token_embd);                        // x = token_embd[ids]
   g.rmsnorm(s.xb, s.x_a, w.layers[0].attn_norm, d, eps, &s.zeros, &s.x_b);  // xb = rmsnorm(x) * attn_norm
   for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
@@ -156,9 +163,16 @@ void Forward::build(Head head, Graph& graph) {
     g.attention_combine(s.att, s.part, shape);                // merge the splits (not after flash or decode attention)
     g.matmul(s.proj, s.att, L.attn_output);                   // proj = Wo att
     g.add_rmsnorm(s.xb, s.x_b, s.x_a, s.proj, L.ffn_norm, d, eps);  // x' = x + proj; xb = rmsnorm(x') * ffn_norm
-    // Dense FFN.
-    g.matmul(s.h, s.xb, L.gate_up);                           // h = silu(Wgate xb) * (Wup xb)
-    g.matmul(s.proj, s.h, L.ffn_down);                        // proj = Wdown h
+    if (c.layer(l).ffn == Ffn::Dense) {
+      g.matmul(s.h, s.xb, L.gate_up);                         // h = silu(Wgate xb) * (Wup xb)
+      g.matmul(s.proj, s.h, L.ffn_down);                      // proj = Wdown h
+    } else {  // Mixture of experts: k of them a token.
+      g.matmul(s.router, s.xb, L.moe.router);                 // router = Wr xb
+      g.moe_route(s.moe_ids, s.moe_wts, s.router, c.num_experts, k, c.norm_topk_prob);  // ids, wts = top-k(softmax(router))
+      g.moe_matmul(s.h, s.xb, s.moe_ids, L.moe, true, k);     // h[t, j] = silu(Wgate_e xb[t]) * (Wup_e xb[t]), e = ids[t, j]
+      g.moe_matmul(s.moe_y, s.h, s.moe_ids, L.moe, false, k); // y[t, j] = Wdown_e h[t, j]
+      g.moe_combine(s.proj, s.moe_y, s.moe_wts, d, k);        // proj[t] = sum_j wts[t, j] y[t, j]
+    }
     g.add_rmsnorm(s.xb, s.x_a, s.x_b, s.proj, next_norm, d, eps);  // x = x' + proj; xb = rmsnorm(x) * next norm
   }
   if (head == Head::AllLogits) {

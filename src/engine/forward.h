@@ -87,7 +87,10 @@ class Forward {
     gpu::Buffer q, att;               // [chunk, NH * HD] rotated queries; attention output
     gpu::Buffer part;                 // [chunk, or 1 where flash serves long passes; NH, splits, HD + 2]
     gpu::Buffer proj;                 // [chunk, hidden] output of attn_output / ffn_down
-    gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up
+    gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up; sparse layers [chunk, k, expert ffn]
+    gpu::Buffer router;               // sparse layers: [chunk, experts] the router's logits
+    gpu::Buffer moe_ids, moe_wts;     // [chunk, k] each token's experts and their weights
+    gpu::Buffer moe_y;                // [chunk, k, hidden] the experts' outputs
     gpu::Buffer gemm_part;            // [KSPLIT, chunk, virtual rows] split-K GEMM partials (graph.h)
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
     gpu::Buffer norm_xw, norm_ss;     // [hidden] decode: x * the next norm's weight, sums of x^2 (use_prenorm)

@@ -110,6 +110,9 @@ void GraphBuilder::lower(size_t i) {
         else if constexpr (std::is_same_v<T, AttnArgs>) lower_attention(i, a);
         else if constexpr (std::is_same_v<T, CombineArgs>) lower_combine(i, a);
         else if constexpr (std::is_same_v<T, CopyArgs>) lower_copy(i, a);
+        else if constexpr (std::is_same_v<T, MoeRouteArgs>) lower_moe_route(a);
+        else if constexpr (std::is_same_v<T, MoeMatmulArgs>) lower_moe_matmul(a);
+        else if constexpr (std::is_same_v<T, MoeCombineArgs>) lower_moe_combine(a);
         else lower_pick(a);
       },
       nodes_[i].args);

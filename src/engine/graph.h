@@ -158,6 +158,16 @@ class GraphBuilder {
   bool sample(const gpu::Buffer& ids, const gpu::Buffer& tokens, const gpu::Buffer& logits, const gpu::Buffer& params,
               uint32_t vocab, const gpu::Buffer& x, const Matrix& table);
   GraphBuilder& copy_last_row(const gpu::Buffer& dst, const gpu::Buffer& src, uint32_t width);
+  // Mixture of experts (graph_moe.cpp). moe_route: from the router's logits [token][experts] the k
+  // experts of each token and their weights, ids and wts [token][k] (moe_route.wgsl). moe_matmul: for
+  // every (token, expert) pair y[pair] = W_e x over the experts' stacked rows, e = ids[pair]
+  // (matvec_moe.wgsl): gate|up (silu(gate) * up of x[token]) or down (of h[pair]). moe_combine:
+  // y[t] = sum_j wts[t, j] ys[t, j].
+  GraphBuilder& moe_route(const gpu::Buffer& ids, const gpu::Buffer& wts, const gpu::Buffer& logits, uint32_t experts,
+                          uint32_t k, bool norm_topk);
+  GraphBuilder& moe_matmul(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& ids, const Experts& e,
+                           bool gate_up, uint32_t k);
+  GraphBuilder& moe_combine(const gpu::Buffer& y, const gpu::Buffer& ys, const gpu::Buffer& wts, uint32_t d, uint32_t k);
   // Plans the fusions over the listed ops and makes them into the graph; the graph replays nothing
   // before (Graph::encode throws). The builder takes no more ops after it.
   void finish();
@@ -177,7 +187,11 @@ class GraphBuilder {
   struct CombineArgs { const gpu::Buffer *att, *part; AttnShape s; };
   struct CopyArgs { const gpu::Buffer *dst, *src; uint32_t width; };
   struct PickArgs { bool sample; const gpu::Buffer *ids, *tokens, *part, *logits, *params, *x; uint32_t vocab; const Matrix* table; };
-  using Args = std::variant<EmbedArgs, NormArgs, MatmulArgs, RopeArgs, AttnArgs, CombineArgs, CopyArgs, PickArgs>;
+  struct MoeRouteArgs { const gpu::Buffer *ids, *wts, *logits; uint32_t experts, k; bool norm_topk; };
+  struct MoeMatmulArgs { const gpu::Buffer *y, *x, *ids; const Experts* e; bool gate_up; uint32_t k; };
+  struct MoeCombineArgs { const gpu::Buffer *y, *ys, *wts; uint32_t d, k; };
+  using Args = std::variant<EmbedArgs, NormArgs, MatmulArgs, RopeArgs, AttnArgs, CombineArgs, CopyArgs, PickArgs,
+                            MoeRouteArgs, MoeMatmulArgs, MoeCombineArgs>;
   struct Node {
     Args args;
     const gpu::Buffer* step;
@@ -218,6 +232,7 @@ class GraphBuilder {
   void fuse_rope_into_matvec(size_t i, const RopeArgs& r);
   void fuse_rope_into_attention(size_t i, const AttnArgs& a);
   bool reads_q8(const MatmulArgs& m) const;  // some part's matvec/GEMM reads x as int8 units
+  bool read_after(size_t i, const gpu::Buffer* b) const;  // a node after i reads b before a norm rewrites it
   static bool all_q8(const Matrix& w);
   uint32_t q8_max(const MatmulArgs& m) const { return m.one_token ? 1 : q8_max_; }
   bool emits_q8(size_t i, const gpu::Buffer& x) const;  // node i can store x as int8 units
@@ -241,6 +256,9 @@ class GraphBuilder {
   void lower_combine(size_t i, const CombineArgs& a);
   void lower_pick(const PickArgs& a);
   void lower_copy(size_t i, const CopyArgs& a);
+  void lower_moe_route(const MoeRouteArgs& a);
+  void lower_moe_matmul(const MoeMatmulArgs& a);
+  void lower_moe_combine(const MoeCombineArgs& a);
   // The long passes' h fusion of a gated GEMM (node g) and the matmul on h just made.
   void lower_gated_h(size_t g, const MatmulArgs& down, size_t quantize_op);
   // The gated int8 GEMM's h_out_q8 key and bindings, kept from its lowering for lower_gated_h.

@@ -6,6 +6,7 @@
 // order, each at the op that consumes what its neighbour makes. What each fusion gained on the H200
 // is where its variants are made.
 #include <algorithm>
+#include <type_traits>
 
 #include "engine/graph.h"
 
@@ -39,6 +40,29 @@ bool GraphBuilder::reads_q8(const MatmulArgs& m) const {
          std::any_of(w.parts.begin(), w.parts.end(), [](const MatrixPart& p) { return q8_x_type(p.type); });
 }
 
+// Whether a node after i reads b before one writes it again: a norm's output that the experts read
+// too (after the router's matmul) must be stored even where the router's matvec could make it.
+bool GraphBuilder::read_after(size_t i, const gpu::Buffer* b) const {
+  for (size_t j = i + 1; j < nodes_.size(); j++) {
+    if (const MatmulArgs* m = args<MatmulArgs>(j); m && m->x == b) return true;
+    if (const MoeMatmulArgs* m = args<MoeMatmulArgs>(j); m && m->x == b) return true;
+    const gpu::Buffer* out = std::visit(
+        [](const auto& a) -> const gpu::Buffer* {
+          using T = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<T, EmbedArgs>) return a.x;
+          else if constexpr (std::is_same_v<T, RopeArgs>) return a.q;
+          else if constexpr (std::is_same_v<T, AttnArgs> || std::is_same_v<T, CombineArgs>) return a.att;
+          else if constexpr (std::is_same_v<T, CopyArgs>) return a.dst;
+          else if constexpr (std::is_same_v<T, PickArgs>) return a.x;
+          else if constexpr (std::is_same_v<T, MoeRouteArgs>) return a.ids;
+          else return a.y;  // norms, matmuls, the experts' ops
+        },
+        nodes_[j].args);
+    if (out == b) return false;
+  }
+  return false;
+}
+
 // Kernels that can store their output x as int8 units as well (XOUT x_out_q8.wgsl): the norms, and the
 // combine of attention's splits (with the attention before it, for the passes it writes x itself).
 bool GraphBuilder::emits_q8(size_t i, const gpu::Buffer& x) const {
@@ -55,7 +79,7 @@ bool GraphBuilder::emits_q8(size_t i, const gpu::Buffer& x) const {
 void GraphBuilder::fuse_norm_into_matvec(size_t i, const MatmulArgs& m) {
   const NormArgs* n = i > 0 ? args<NormArgs>(i - 1) : nullptr;
   if (!n || !n->sum || n->y != m.x || !reads_q8(m) || m.one_token || !all_q8(*m.w) || n->d != m.w->cols ||
-      m.w->cols > kNormMaxCols)
+      m.w->cols > kNormMaxCols || read_after(i, n->y))
     return;
   Fusion& f = fuse_[i];
   f.norm = i - 1;
@@ -82,7 +106,8 @@ void GraphBuilder::fuse_int8_x(size_t i, const MatmulArgs& m) {
   if (!reads_q8(m)) return;
   const uint32_t max = q8_max(m);
   // Long passes of an int8 GEMM on every part read only the units: the producer may skip f32 x there.
-  const uint32_t dead = all_q8(*m.w) && q8_gemm_ && max > kQ8MatvecMaxTokens ? kQ8MatvecMaxTokens + 1 : 0;
+  const uint32_t dead =
+      all_q8(*m.w) && q8_gemm_ && max > kQ8MatvecMaxTokens && !read_after(i, m.x) ? kQ8MatvecMaxTokens + 1 : 0;
   auto emit = [&](size_t p, uint32_t max_tokens, uint32_t dead_from) {
     fuse_[p].q8_max = max_tokens, fuse_[p].f32_dead_from = dead_from;
     if (args<CombineArgs>(p) && p > 0 && args<AttnArgs>(p - 1))  // flash and decode attention write x

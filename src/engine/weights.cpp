@@ -15,7 +15,10 @@ uint64_t Matrix::bytes() const {
 
 uint64_t Weights::bytes_per_token() const {
   uint64_t b = lm_head().bytes() + (uint64_t)token_embd.cols * 4;  // embedding reads one row
-  for (auto& l : layers) b += l.qkv.bytes() + l.attn_output.bytes() + l.gate_up.bytes() + l.ffn_down.bytes();
+  for (auto& l : layers) {
+    b += l.qkv.bytes() + l.attn_output.bytes() + l.gate_up.bytes() + l.ffn_down.bytes();
+    if (l.moe.count) b += l.moe.router.bytes() + experts_per_token * l.moe.bytes_per_expert();
+  }
   return b;
 }
 
@@ -177,6 +180,46 @@ struct Uploader {
     }
     return m;
   }
+
+  // A layer's experts stacked as Experts holds them, each expert's rows written where its matvec
+  // reads them (from GGUF's stacked tensors or a checkpoint's per-expert ones alike: the views).
+  Experts experts(const std::string& label, const TensorView& router, const ExpertViews& gate,
+                  const ExpertViews& up_views, const ExpertViews& down) {
+    Experts x;
+    x.count = (uint32_t)gate.size(), x.ff = (uint32_t)gate.at(0)->rows(), x.hidden = (uint32_t)gate[0]->cols();
+    if (up_views.size() != x.count || down.size() != x.count)
+      throw ModelError(label + "experts: " + std::to_string(x.count) + " gate, " + std::to_string(up_views.size()) +
+                       " up and " + std::to_string(down.size()) + " down tensors");
+    x.router = matrix(label + "ffn_gate_inp", {&router});
+    auto stack = [&](const ExpertViews& a, const ExpertViews* b, GgmlType& type, const std::string& name) {
+      const TensorView& first = *a[0];
+      type = first.type;
+      const uint64_t rb = row_bytes(type, first.cols()), bytes = (uint64_t)x.count * first.rows() * rb * (b ? 2 : 1);
+      if (bytes > part_limit(dev))
+        throw ModelError(label + name + " experts take " + std::to_string(bytes >> 20) +
+                         " MiB, more than one GPU binding holds (" + std::to_string(part_limit(dev) >> 20) + " MiB)");
+      gpu::Buffer buf = dev.buffer(label + name + "_exps", bytes);
+      uint64_t at = 0;
+      for (uint32_t e = 0; e < x.count; e++)
+        for (const TensorView* v : {a[e], b ? (*b)[e] : nullptr}) {
+          if (!v) continue;
+          if (v->type != type || v->ne != first.ne)
+            throw ModelError(v->name + " is " + type_name(v->type) + " " + v->shape_str() + ", unlike " + first.name +
+                             "'s " + type_name(type) + " " + first.shape_str() +
+                             " (the experts of one layer must share type and shape)");
+          write_rows(buf, type, v->cols(), v->data, v->rows(), at);
+          at += v->rows() * rb;
+        }
+      flush();
+      return buf;
+    };
+    x.gate_up = stack(gate, &up_views, x.gate_up_type, "ffn_gate_up");
+    x.down = stack(down, nullptr, x.down_type, "ffn_down");
+    if (up_views[0]->ne != gate[0]->ne || down[0]->rows() != x.hidden || down[0]->cols() != x.ff)
+      throw ModelError(label + "experts: gate " + gate[0]->shape_str() + ", up " + up_views[0]->shape_str() +
+                       ", down " + down[0]->shape_str() + " do not make an FFN");
+    return x;
+  }
 };
 
 }  // namespace
@@ -185,6 +228,13 @@ Matrix upload_matrix(gpu::Device& dev, const std::string& label, const std::vect
   std::function<void(uint64_t, uint64_t)> none;
   Uploader up{dev, none};
   return up.concat(label, views);
+}
+
+Experts upload_experts(gpu::Device& dev, const std::string& label, const TensorView& router, const ExpertViews& gate,
+                       const ExpertViews& up_views, const ExpertViews& down) {
+  std::function<void(uint64_t, uint64_t)> none;
+  Uploader up{dev, none};
+  return up.experts(label, router, gate, up_views, down);
 }
 
 Matrix upload_gated(gpu::Device& dev, const std::string& label, const TensorView& gate, const TensorView& up_view) {
@@ -197,8 +247,10 @@ std::unique_ptr<Weights> upload_weights(gpu::Device& dev, const ModelFile& model
                                         const std::function<void(uint64_t, uint64_t)>& progress) {
   const ModelConfig& c = model.config;
   Uploader up{dev, progress};
-  for (auto& [name, t] : model.tensors) up.total += t.nbytes;
+  for (auto& [name, t] : model.tensors)  // a stacked experts tensor goes up as its experts' views
+    if (!(name.size() > 12 && name.compare(name.size() - 12, 12, "_exps.weight") == 0)) up.total += t.nbytes;
   auto w = std::make_unique<Weights>();
+  w->experts_per_token = c.num_experts_per_tok;
   w->token_embd = up.matrix("token_embd", {&model.get("token_embd.weight")});
   if (const TensorView* out = model.find("output.weight")) {
     w->output = up.matrix("output", {out});
@@ -216,8 +268,18 @@ std::unique_ptr<Weights> upload_weights(gpu::Device& dev, const ModelFile& model
     lw.qkv = up.concat(label + "attn_qkv", {&model.get(L + "attn_q.weight"), &model.get(L + "attn_k.weight"),
                                             &model.get(L + "attn_v.weight")});
     lw.attn_output = up.matrix(label + "attn_output", {&model.get(L + "attn_output.weight")});
-    lw.gate_up = up.gated(label + "ffn_gate_up", model.get(L + "ffn_gate.weight"), model.get(L + "ffn_up.weight"));
-    lw.ffn_down = up.matrix(label + "ffn_down", {&model.get(L + "ffn_down.weight")});
+    if (c.layer(i).ffn == Ffn::Moe) {
+      ExpertViews gate, up_views, down;
+      for (uint32_t e = 0; e < c.num_experts; e++) {
+        gate.push_back(&model.get(expert_tensor(i, "ffn_gate", e)));
+        up_views.push_back(&model.get(expert_tensor(i, "ffn_up", e)));
+        down.push_back(&model.get(expert_tensor(i, "ffn_down", e)));
+      }
+      lw.moe = up.experts(label, model.get(L + "ffn_gate_inp.weight"), gate, up_views, down);
+    } else {
+      lw.gate_up = up.gated(label + "ffn_gate_up", model.get(L + "ffn_gate.weight"), model.get(L + "ffn_up.weight"));
+      lw.ffn_down = up.matrix(label + "ffn_down", {&model.get(L + "ffn_down.weight")});
+    }
     // aux: [q_norm | k_norm | bias]; RMSNorm weights of 1 and zero bias when the model has none.
     std::vector<float> aux(2 * hd + qkv_rows, 0.f);
     std::fill(aux.begin(), aux.begin() + 2 * hd, 1.f);

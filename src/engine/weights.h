@@ -28,12 +28,24 @@ struct Matrix {
   uint64_t bytes() const;  // weight bytes one pass reads
 };
 
+// A sparse layer's experts, each in its file encoding, stacked in one buffer per kind so that a
+// matvec picks its expert by row offset (matvec_moe.wgsl): gate_up holds expert e's gate rows then
+// its up rows at rows [2 e ff, 2 (e + 1) ff), down expert e's d rows at [e d, (e + 1) d).
+struct Experts {
+  Matrix router;  // ffn_gate_inp [experts, hidden]
+  gpu::Buffer gate_up, down;
+  GgmlType gate_up_type = GgmlType::F32, down_type = GgmlType::F32;
+  uint32_t count = 0, ff = 0, hidden = 0;
+  uint64_t bytes_per_expert() const { return (gate_up.size() + down.size()) / count; }
+};
+
 struct LayerWeights {
   gpu::Buffer attn_norm, ffn_norm;  // [hidden] f32
   Matrix qkv;                       // q, k, v rows concatenated: [(NH + 2 NKV) * HD, hidden]
   Matrix attn_output;               // [hidden, NH * HD]
   Matrix gate_up;                   // gated: silu(gate) * up, [ffn, hidden] per half
   Matrix ffn_down;                  // [hidden, ffn]
+  Experts moe;                      // sparse layers (Ffn::Moe) instead of gate_up and ffn_down
   gpu::Buffer aux;                  // [q_norm HD | k_norm HD | qkv bias] f32 (ones/zeros when absent)
 };
 
@@ -44,6 +56,7 @@ struct Weights {
   const Matrix& lm_head() const { return output_is_embd ? token_embd : output; }
   gpu::Buffer output_norm;
   std::vector<LayerWeights> layers;
+  uint32_t experts_per_token = 0;    // sparse layers: the experts one token reads
   uint64_t bytes_per_token() const;  // weight bytes read by one decode step
 };
 
@@ -51,6 +64,11 @@ struct Weights {
 Matrix upload_matrix(gpu::Device& dev, const std::string& label, const std::vector<const TensorView*>& views);
 // A gated gate|up matrix for the fused FFN matmul.
 Matrix upload_gated(gpu::Device& dev, const std::string& label, const TensorView& gate, const TensorView& up);
+
+// A sparse layer's experts (views of expert 0, 1, ... of one role each) with its router.
+using ExpertViews = std::vector<const TensorView*>;
+Experts upload_experts(gpu::Device& dev, const std::string& label, const TensorView& router, const ExpertViews& gate,
+                       const ExpertViews& up, const ExpertViews& down);
 
 // Uploads every tensor the forward pass needs. `progress(done, total)` is called as bytes go up.
 std::unique_ptr<Weights> upload_weights(gpu::Device& dev, const ModelFile& model,

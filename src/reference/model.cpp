@@ -41,20 +41,11 @@ std::vector<float> forward_hidden(const ModelFile& m, const std::vector<int32_t>
     const std::vector<float> logits = matmul(weight(m, layer_tensor(l, "ffn_gate_inp")), xb);  // [n, E]
     std::vector<float> out(xb.size(), 0.f);
     for (uint32_t t = 0; t < n; t++) {
-      const float* z = &logits[(size_t)t * E];
-      const double top = *std::max_element(z, z + E);
-      std::vector<double> p(E);
-      double sum = 0;
-      for (uint32_t e = 0; e < E; e++) sum += p[e] = std::exp(z[e] - top);
-      std::vector<uint32_t> order(E);
-      std::iota(order.begin(), order.end(), 0u);
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
-      double chosen = 0;
-      for (uint32_t j = 0; j < K; j++) chosen += p[order[j]];
+      const Route r = moe_route(&logits[(size_t)t * E], E, K, c.norm_topk_prob);
       const std::vector<float> x_t(xb.begin() + (size_t)t * d, xb.begin() + (size_t)(t + 1) * d);
       for (uint32_t j = 0; j < K; j++) {
-        const uint32_t e = order[j];
-        const double w = p[e] / (c.norm_topk_prob ? chosen : sum);
+        const uint32_t e = r.ids[j];
+        const double w = r.weights[j];
         const std::vector<float> h = gated_matmul(weight(m, expert_tensor(l, "ffn_gate", e)),
                                                   weight(m, expert_tensor(l, "ffn_up", e)), x_t);
         const std::vector<float> y = matmul(weight(m, expert_tensor(l, "ffn_down", e)), h);

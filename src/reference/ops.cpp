@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace ztvm::ref {
 
@@ -126,6 +127,22 @@ uint32_t argmax(const float* x, uint32_t n) {
   for (uint32_t i = 1; i < n; i++)
     if (x[i] > x[best]) best = i;
   return best;
+}
+
+Route moe_route(const float* z, uint32_t E, uint32_t k, bool norm_topk) {
+  const double top = *std::max_element(z, z + E);
+  std::vector<double> p(E);
+  double sum = 0;
+  for (uint32_t e = 0; e < E; e++) sum += p[e] = std::exp(z[e] - top);
+  std::vector<uint32_t> order(E);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
+  Route r;
+  r.ids.assign(order.begin(), order.begin() + k);
+  double chosen = 0;
+  for (uint32_t e : r.ids) chosen += p[e];
+  for (uint32_t e : r.ids) r.weights.push_back(p[e] / (norm_topk ? chosen : sum));
+  return r;
 }
 
 }  // namespace ztvm::ref

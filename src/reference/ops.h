@@ -44,6 +44,13 @@ void rope_qkv(float* qkv, const std::vector<float>& aux, bool has_bias, const At
 // Causal attention of one token at position pos over keys/values [0, pos] ([pos+1][nkv*hd] each).
 std::vector<float> attention(const float* q, const std::vector<float>& keys, const std::vector<float>& values,
                              uint32_t pos, const AttnShape& s);
+// A mixture-of-experts router on one token's logits over E experts: the k most likely experts (ties:
+// the lower index) and their softmax weights, renormalised over the k when norm_topk.
+struct Route {
+  std::vector<uint32_t> ids;
+  std::vector<double> weights;
+};
+Route moe_route(const float* logits, uint32_t E, uint32_t k, bool norm_topk);
 // Index of the largest value, lowest on ties.
 uint32_t argmax(const float* x, uint32_t n);
 

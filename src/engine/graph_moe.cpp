@@ -1,0 +1,87 @@
+// The mixture-of-experts ops of GraphBuilder (graph.h): the router's choice of experts per token
+// (moe_route.wgsl), the experts' matvecs over their stacked rows (matvec_moe.wgsl), and the weighted
+// sum of their outputs (moe_combine.wgsl). A pass of n tokens runs n x k (token, expert) pairs, each
+// reading only its expert's rows: decode reads k of the experts, not all of them.
+#include <algorithm>
+
+#include "engine/graph.h"
+#include "model/model_error.h"
+
+namespace ztvm {
+
+GraphBuilder& GraphBuilder::moe_route(const gpu::Buffer& ids, const gpu::Buffer& wts, const gpu::Buffer& logits,
+                                      uint32_t experts, uint32_t k, bool norm_topk) {
+  if (experts > 1024 || k == 0 || k > experts)
+    throw ModelError("experts: " + std::to_string(k) + " of " + std::to_string(experts) +
+                     " a token (the router kernel takes up to 1,024 experts)");
+  return list(MoeRouteArgs{&ids, &wts, &logits, experts, k, norm_topk});
+}
+
+GraphBuilder& GraphBuilder::moe_matmul(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& ids,
+                                       const Experts& e, bool gate_up, uint32_t k) {
+  return list(MoeMatmulArgs{&y, &x, &ids, &e, gate_up, k});
+}
+
+GraphBuilder& GraphBuilder::moe_combine(const gpu::Buffer& y, const gpu::Buffer& ys, const gpu::Buffer& wts, uint32_t d,
+                                        uint32_t k) {
+  return list(MoeCombineArgs{&y, &ys, &wts, d, k});
+}
+
+void GraphBuilder::lower_moe_route(const MoeRouteArgs& a) {
+  const gpu::KernelKey key{"moe_route", {}, {{"E", a.experts}, {"K", a.k}, {"NORM_TOPK", a.norm_topk ? 1 : 0}}};
+  add<RowOp>(key, {*a.ids, *a.wts, *a.logits, *step_});  // a workgroup a token
+}
+
+// gate|up: ROWS = ff per half, x = the token's row (k pairs share it); down: ROWS = hidden, x = the
+// pair's h. Quantized experts read x as int8 units (quantize_q8 first, over the whole pass), as the
+// dense matvecs do; F32/F16/BF16 experts read it as f32.
+void GraphBuilder::lower_moe_matmul(const MoeMatmulArgs& a) {
+  const Experts& e = *a.e;
+  const GgmlType type = a.gate_up ? e.gate_up_type : e.down_type;
+  const uint32_t rows = a.gate_up ? e.ff : e.hidden, cols = a.gate_up ? e.hidden : e.ff;
+  const uint32_t x_per_pair = a.gate_up ? a.k : 1, x_cols = a.gate_up ? cols : a.k * cols;  // per token
+  if (cols % 32 != 0)
+    throw ModelError("experts of " + std::to_string(cols) + " columns: the expert matvec takes whole 32-column units");
+  const bool int8_x = xq_ && q8_x_type(type);
+  const bool float_type = type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::Q2_K;
+  if (!int8_x && !float_type)
+    throw ModelError(std::string("experts of type ") + type_name(type) + ": no expert matvec reads them on f32 x");
+  if (int8_x) {
+    const uint64_t units = (uint64_t)q8_max_ * x_cols / 32;
+    if (xq_->size() < units * 32 || xs_->size() < units * 8)
+      throw ModelError("int8 x buffers hold " + std::to_string(xq_->size()) + " bytes, " + std::to_string(units * 32) + " needed");
+    add_quantize_q8(*a.x, x_cols, true, q8_max_);  // every pass (always_single)
+  }
+  // As a plain one-token matvec of these rows and columns (matvec_shape).
+  MatrixPart part;
+  part.type = type, part.rows = rows;
+  Matrix m;
+  m.rows = rows, m.cols = cols, m.gated = a.gate_up;
+  const MatvecShape sh = matvec_shape(part, m, false, false);
+  const uint32_t row_groups = (rows + sh.groups * sh.rpl - 1) / (sh.groups * sh.rpl);
+  const std::string snippet = weight_snippet(type);
+  std::map<std::string, double> c = {{"ROWS", rows}, {"COLS", cols}, {"EXPERT_ROWS", a.gate_up ? 2 * rows : rows},
+                                     {"K", a.k}, {"X_PER_PAIR", x_per_pair}, {"ROW_GROUPS", row_groups},
+                                     {"RPL", sh.rpl}, {"LANES", sh.lanes}, {"GROUPS", sh.groups},
+                                     {"WG", sh.groups * sh.lanes}, {"Y_STRIDE", rows}};
+  if (a.gate_up) c["GATED"] = 1;
+  const gpu::KernelKey key{"matvec_moe",
+                           {{"WEIGHT", snippet},
+                            {"DOT", (int8_x ? "dotq8_" : "dot_") + snippet.substr(7)},
+                            {"XIN", int8_x ? "x_q8" : "x_f32"},
+                            {"PACK8", pack8_snippet()}},
+                           c};
+  const gpu::Buffer& w = a.gate_up ? e.gate_up : e.down;
+  const std::vector<gpu::Binding> b = int8_x ? std::vector<gpu::Binding>{*a.y, *xq_, w, *xs_, *a.ids, *step_}
+                                             : std::vector<gpu::Binding>{*a.y, *a.x, w, *a.ids, *step_};
+  RowOp& op = add<RowOp>(key, b);
+  op.a = a.k * row_groups;
+  op.main.role = (int8_x ? "matvec_moe_q8_" : "matvec_moe_") + snippet.substr(7) + (a.gate_up ? "_gated" : "");
+}
+
+void GraphBuilder::lower_moe_combine(const MoeCombineArgs& a) {
+  RowOp& op = add<RowOp>({"moe_combine", {}, {{"D", a.d}, {"K", a.k}}}, {*a.y, *a.ys, *a.wts, *step_});
+  op.a = (a.d + 63) / 64;
+}
+
+}  // namespace ztvm

@@ -1,0 +1,135 @@
+// The mixture-of-experts kernels against their CPU twins (reference/ops.h): the router's top-k
+// (moe_route.wgsl) with ties, more experts than a workgroup's threads, and both weightings; and a
+// whole sparse FFN — route, the experts' gate|up and down matvecs over their stacked rows
+// (matvec_moe.wgsl), the weighted sum (moe_combine.wgsl) — for every expert type the forward pass
+// reads, in passes of one token, a few and more than the int8 matvec's token groups.
+#include <gtest/gtest.h>
+
+#include "engine/gpu_layout.h"
+#include "gpu_kernels_rig.h"
+
+using namespace ztvm;
+using namespace ztvm::test;
+
+namespace {
+
+struct Routed {
+  std::vector<uint32_t> ids;
+  std::vector<float> wts;
+};
+
+Routed run_route(gpu::Kernels& k, const std::vector<float>& logits, uint32_t T, uint32_t E, uint32_t K, bool norm) {
+  gpu::Buffer lb = upload("test.logits", logits), step = step_buffer(0, T);
+  gpu::Buffer ids = device().buffer("test.ids", T * K * 4), wts = device().buffer("test.wts", T * K * 4);
+  Graph g;
+  GraphBuilder(k, g, step).moe_route(ids, wts, lb, E, K, norm).finish();
+  run(g, 0, T);
+  return {device().read_as<uint32_t>(ids, T * K), read(wts, T * K)};
+}
+
+TEST(Moe, RouteMatchesCpu) {
+  gpu::Kernels k(device());
+  struct Case { uint32_t T, E, K; bool norm; };
+  for (const Case c : {Case{3, 4, 2, true}, Case{5, 8, 8, true}, Case{2, 130, 8, true}, Case{4, 128, 8, false},
+                       Case{1, 256, 1, true}}) {
+    std::vector<float> logits = random_vec((size_t)c.T * c.E, 7 + c.E, 2.f);
+    // Ties: token 0's experts 1 and 2 equal and the largest; the lower index goes first.
+    logits[2] = logits[1] = 9.f;
+    if (c.E > 70) logits[70] = 9.f;  // and one in another thread's stride
+    const Routed got = run_route(k, logits, c.T, c.E, c.K, c.norm);
+    const std::string at = "T=" + std::to_string(c.T) + " E=" + std::to_string(c.E) + " K=" + std::to_string(c.K);
+    for (uint32_t t = 0; t < c.T; t++) {
+      const ref::Route want = ref::moe_route(&logits[(size_t)t * c.E], c.E, c.K, c.norm);
+      for (uint32_t j = 0; j < c.K; j++) {
+        EXPECT_EQ(got.ids[t * c.K + j], want.ids[j]) << at << " token " << t << " slot " << j;
+        EXPECT_NEAR(got.wts[t * c.K + j], want.weights[j], 1e-6) << at << " token " << t << " slot " << j;
+      }
+    }
+    EXPECT_EQ(got.ids[0], 1u) << at;
+    EXPECT_EQ(got.ids[1], c.K > 1 ? 2u : got.ids[1]) << at;
+  }
+}
+
+// E experts of ff rows on d columns, each encoded in `type` (gate, up, down from their own seeds).
+struct TestExperts {
+  std::vector<EncodedMatrix> gate, up, down;
+  EncodedMatrix router;
+  Experts gpu;
+  TestExperts(GgmlType type, uint32_t E, uint32_t ff, uint32_t d)
+      : router(GgmlType::F32, E, d, 99) {
+    ExpertViews g, u, dn;
+    for (uint32_t e = 0; e < E; e++) {
+      gate.emplace_back(type, ff, d, 100 + e), up.emplace_back(type, ff, d, 200 + e), down.emplace_back(type, d, ff, 300 + e);
+    }
+    for (uint32_t e = 0; e < E; e++) g.push_back(&gate[e].view), u.push_back(&up[e].view), dn.push_back(&down[e].view);
+    gpu = upload_experts(device(), "test.", router.view, g, u, dn);
+  }
+};
+
+// The sparse FFN of T tokens on the GPU, as forward.cpp lists it after the router's matmul.
+std::vector<float> run_ffn(gpu::Kernels& k, const TestExperts& x, const std::vector<float>& xb,
+                           const std::vector<float>& logits, uint32_t T, uint32_t K, std::string* roles) {
+  const uint32_t d = x.gpu.hidden, ff = x.gpu.ff, max_tokens = 80;
+  gpu::Buffer xbuf = upload("test.xb", xb), lb = upload("test.logits", logits), step = step_buffer(0, T);
+  gpu::Buffer ids = device().buffer("test.ids", T * K * 4), wts = device().buffer("test.wts", T * K * 4);
+  gpu::Buffer h = device().buffer("test.h", (size_t)T * K * ff * 4), ys = device().buffer("test.ys", (size_t)T * K * d * 4);
+  gpu::Buffer y = device().buffer("test.y", (size_t)T * d * 4);
+  gpu::Buffer xq = device().buffer("test.xq", (size_t)max_tokens * K * std::max(d, ff));
+  gpu::Buffer xs = device().buffer("test.xs", (size_t)max_tokens * K * std::max(d, ff) / 32 * 8);
+  Graph g;
+  GraphBuilder b(k, g, step);
+  b.use_q8_x(xq, xs, max_tokens, 4, 2, 16);
+  b.moe_route(ids, wts, lb, x.gpu.count, K, true);
+  b.moe_matmul(h, xbuf, ids, x.gpu, true, K).moe_matmul(ys, h, ids, x.gpu, false, K).moe_combine(y, ys, wts, d, K);
+  b.finish();
+  run(g, 0, T);
+  for (size_t i = 0; i < g.ops.size(); i++) {
+    const RowOp& op = g.op<RowOp>(i);
+    *roles += (i ? " " : "") + (op.main ? op.main.role : op.single.role);
+  }
+  return read(y, (size_t)T * d);
+}
+
+class MoeTypeTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
+  const GgmlType t = GetParam();
+  const bool int8 = int8_dot_type(t);
+  const uint32_t E = 6, K = 3, ff = 256, d = block_elems(t) == 32 ? 288 : 256;
+  gpu::Kernels k(device());
+  const TestExperts x(t, E, ff, d);
+  for (uint32_t T : {1u, 3u, 70u}) {
+    const std::vector<float> xb = random_vec((size_t)T * d, 40 + T), logits = random_vec((size_t)T * E, 50 + T, 2.f);
+    // The twin: per token its route, each expert's gate|up on x (as int8 units where the GPU reads
+    // them so), then down on h (so too), summed with the router's weights.
+    std::vector<double> want((size_t)T * d, 0.0);
+    for (uint32_t t0 = 0; t0 < T; t0++) {
+      const ref::Route r = ref::moe_route(&logits[(size_t)t0 * E], E, K, true);
+      std::vector<float> x_t(xb.begin() + (size_t)t0 * d, xb.begin() + (size_t)(t0 + 1) * d);
+      if (int8) x_t = ref::quantize_q8(x_t);
+      for (uint32_t j = 0; j < K; j++) {
+        const uint32_t e = r.ids[j];
+        std::vector<float> h = ref::gated_matmul(x.gate[e].ref(), x.up[e].ref(), x_t);
+        if (int8) h = ref::quantize_q8(h);
+        const std::vector<float> y = ref::matmul(x.down[e].ref(), h);
+        for (uint32_t i = 0; i < d; i++) want[(size_t)t0 * d + i] += r.weights[j] * y[i];
+      }
+    }
+    std::string roles;
+    const std::vector<float> got = run_ffn(k, x, xb, logits, T, K, &roles);
+    const std::string at = std::string(type_name(t)) + " T=" + std::to_string(T);
+    const std::string s = weight_snippet(t).substr(7);
+    EXPECT_EQ(roles, int8 ? "moe_route quantize_q8 matvec_moe_q8_" + s + "_gated quantize_q8 matvec_moe_q8_" + s + " moe_combine"
+                          : "moe_route matvec_moe_" + s + "_gated matvec_moe_" + s + " moe_combine") << at;
+    // int8: h is quantized again for down, and an h the GPU sums a rounding apart may land on the other
+    // side of a unit's step (1/127 of its max), a few in 50,000 at T=70: 3e-8 measured (one matmul: 1e-9).
+    EXPECT_LT(nmse(got, std::vector<float>(want.begin(), want.end())), int8 ? 1e-7 : 1e-10) << at;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, MoeTypeTest,
+                         ::testing::Values(GgmlType::F16, GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                                           GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::MXFP4),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+}  // namespace
