@@ -35,6 +35,7 @@ override LANES: u32 = 32u;  // lanes per group (32 or 64): more lanes, more load
 override GROUPS: u32 = 2u;  // lane groups per workgroup (more where x_q8_norm prepares x per workgroup)
 override WG: u32 = 64u;     // GROUPS * LANES
 const TT = 1u;
+fn out_row(t: u32) -> u32 { return t; }  // y's rows are the tokens
 const KEEP_SUMS = EMIT_Q8;
 const XQ_BINDING = X_BINDINGS;  // XOUT's int8 units follow x's bindings
 

@@ -1,11 +1,14 @@
 // The experts' matvecs of a mixture-of-experts layer: for each (token, chosen expert) pair of a pass,
-// y[pair] = W_e x over expert e's rows, e = ids[pair] (moe_route.wgsl). The experts are stacked in one
-// buffer (Experts in weights.h: e's rows start at row e * EXPERT_ROWS), so a pair reads only its own
-// expert's rows, as matvec.wgsl reads a matrix's: LANES lanes a group walk 32-element units, RPL rows
-// a group, GROUPS groups a workgroup, ROW_GROUPS workgroups a pair. X_PER_PAIR: pairs that share one x
-// row (gate|up: the K experts of a token read its x; down: each pair its own h row, 1). GATED as in
-// gemm.wgsl (rows r and r + ROWS of the expert). Passes of several tokens run it too, pair by pair:
-// each pair reads its expert's rows again (grouping tokens by expert is a GEMM's work).
+// y[pair] = W_e x over expert e's rows (moe_route.wgsl chose e). The experts are stacked in one buffer
+// (Experts in weights.h: e's rows start at row e * EXPERT_ROWS). LANES lanes a group walk 32-element
+// units, RPL rows a group, GROUPS groups a workgroup, ROW_GROUPS workgroups a job; a job is one
+// expert's rows for a list of its pairs:
+// - by pair (one-token passes): job i is pair i, its expert ids[i]; a step reads only the k experts;
+// - GROUPED (longer passes): job i is the i-th expert that some pair chose, with all of its pairs
+//   (moe_sort.wgsl's plan), TT pairs at a time: each expert's rows come from memory once a pass, not
+//   once a token, and the pairs after the first read them from the cache.
+// X_PER_PAIR: pairs that share one x row (gate|up: the K experts of a token read its x; down: each
+// pair its own h row, 1). GATED as in gemm.wgsl (rows r and r + ROWS of the expert).
 //!include common
 //!include PACK8 q8_pack8_none
 //!include WEIGHT
@@ -17,46 +20,77 @@
 
 override ROWS: u32;         // rows of one expert's output (per half when GATED)
 override COLS: u32;
+override E: u32;            // experts
 override EXPERT_ROWS: u32;  // rows of one expert in the stacked weights (2 ROWS when GATED)
 override K: u32;            // pairs per token
 override X_PER_PAIR: u32 = 1u;
-override ROW_GROUPS: u32;   // workgroups per pair
+override ROW_GROUPS: u32;   // workgroups per job
+override GROUPED: bool = false;
+override TT: u32 = 1u;      // pairs at a time: 2 * RPL * TT <= 32
 override GATED: bool = false;
 override RPL: u32 = 1u;
 override LANES: u32 = 32u;
 override GROUPS: u32 = 2u;
 override WG: u32 = 64u;     // GROUPS * LANES
-const TT = 1u;
+override Y_STRIDE: u32;     // ROWS
 const Y_OFFSET = 0u;
-override Y_STRIDE: u32;   // ROWS
 const KEEP_SUMS = false;
 const XQ_BINDING = X_BINDINGS;
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;  // [pair][ROWS]
 @group(0) @binding(2) var<storage, read> w: array<vec4u>;
-@group(0) @binding(X_BINDINGS) var<storage, read> ids: array<u32>;  // [pair] the pair's expert
+// By pair: [pair] its expert. GROUPED: moe_sort.wgsl's plan, [E + 1] offsets of each expert's pairs
+// in the list, [E] the experts chosen, their count, then the list of pairs by expert.
+@group(0) @binding(X_BINDINGS) var<storage, read> ids: array<u32>;
 @group(0) @binding(X_BINDINGS + 1u) var<uniform> step: Step;
+
+var<workgroup> job: vec3u;  // (expert, first, end) of the workgroup's pairs in the list
+var<private> chunk: array<u32, 16>;  // the pairs of the TT being summed
+fn out_row(t: u32) -> u32 { return chunk[t]; }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
   let flat = flat_group(wid, nwg);
-  let pair = flat / ROW_GROUPS;
-  if (pair >= step.n_tokens * K) { return; }  // a folded grid's spare workgroups (Recorder::dispatch)
+  let slot = flat / ROW_GROUPS;
+  if (lid == 0u) {
+    if (!GROUPED) {
+      job = select(vec3u(0u), vec3u(ids[slot], slot, slot + 1u), slot < step.n_tokens * K);
+    } else if (slot < ids[2u * E + 1u]) {
+      let e = ids[E + 1u + slot];
+      job = vec3u(e, ids[e], ids[e + 1u]);
+    } else {
+      job = vec3u(0u);
+    }
+  }
+  let jb = workgroupUniformLoad(&job);  // uniform: the loops below hold barriers
+  if (jb.y >= jb.z) { return; }  // past the pass's jobs (a folded grid's spare workgroups too)
   w_prologue(lid, WG);
   let lane = lid % LANES;
   let row0 = (flat % ROW_GROUPS) * GROUPS * RPL + (lid / LANES) * RPL;
-  let base = ids[pair] * EXPERT_ROWS;
-  let xt = pair / X_PER_PAIR;
-  var acc: array<f32, 32>;
+  let base = jb.x * EXPERT_ROWS;
   let rb = w_row_bytes();
-  for (var s = lane; s < COLS / 32u; s += LANES) {
-    var xu = x_unit(xt, s);
-    for (var j = 0u; j < RPL; j++) {
-      let r = base + min(row0 + j, ROWS - 1u);  // rows past the end repeat the last (write_sums drops them)
-      acc[j] += w_dot(r * rb, s, &xu);
-      if (GATED) { acc[RPL + j] += w_dot((r + ROWS) * rb, s, &xu); }
+  let list = 2u * E + 2u;  // where the plan's list starts
+  for (var p0 = jb.y; p0 < jb.z; p0 += TT) {
+    let nt = min(TT, jb.z - p0);
+    for (var t = 0u; t < TT; t++) {  // pairs past the end repeat the last (write_sums drops them)
+      let p = min(p0 + t, jb.z - 1u);
+      chunk[t] = select(p, ids[list + p], GROUPED);
     }
+    // [half][pair][row], zeroed explicitly for each chunk: lavapipe kept the sums of the chunk before
+    // from a plain `var acc: array<f32, 32>;` here (every chunk after the first was wrong).
+    var acc = array<f32, 32>();
+    for (var s = lane; s < COLS / 32u; s += LANES) {
+      for (var t = 0u; t < TT; t++) {
+        var xu = x_unit(chunk[t] / X_PER_PAIR, s);
+        for (var j = 0u; j < RPL; j++) {
+          let r = base + min(row0 + j, ROWS - 1u);  // rows past the end repeat the last (dropped too)
+          acc[t * RPL + j] += w_dot(r * rb, s, &xu);
+          if (GATED) { acc[(TT + t) * RPL + j] += w_dot((r + ROWS) * rb, s, &xu); }
+        }
+      }
+    }
+    write_sums(&acc, lid, row0, 0u, nt, x_scale(), ROWS);
+    workgroupBarrier();  // write_sums reads red after its barrier: the next chunk's sums wait for it
   }
-  write_sums(&acc, lid, row0, pair, 1u, x_scale(), ROWS);
 }

@@ -1,6 +1,7 @@
 // The end of matvec.wgsl and matvec_tokens.wgsl: adds up each lane group's partial sums
 // (acc[(half * TT + t) * RPL + j] for token t, row j; half 1: the up rows when GATED) and lane i of
-// the group writes output i = (token t0 + i / RPL, row row0 + i % RPL), or silu(gate) * up, the sums
+// the group writes output i = (token t0 + i / RPL, row row0 + i % RPL) to y's row out_row(token) (the
+// kernel's: the token itself, or matvec_moe.wgsl's pair), or silu(gate) * up, the sums
 // times `scale` (x's rmsnorm factor with x_q8_norm.wgsl, else 1); rows past `rows` are dropped.
 // [half][token][row][WG lanes], each sum's lanes WG + 1 apart so that the lanes adding up different sums
 // read different banks.
@@ -27,7 +28,7 @@ fn write_sums(acc: ptr<function, array<f32, 32>>, lid: u32, row0: u32, t0: u32, 
     let base = lid - lane;  // the group's partials start at its lane 0
     var r = lane_sum(t * RPL + j, base) * scale;
     if (GATED) { r = r / (1.0 + exp(-r)) * lane_sum((TT + t) * RPL + j, base) * scale; }
-    let i = (t0 + t) * Y_STRIDE + Y_OFFSET + row0 + j;
+    let i = out_row(t0 + t) * Y_STRIDE + Y_OFFSET + row0 + j;
     r += y_extra(i);  // YOUT y_resid: the residual stream's sum
     y[i] = r;
     y_after(i, r, (lid / LANES) * RPL + j);  // YOUT y_resid_norm: x * the next norm's weight, x^2

@@ -21,8 +21,9 @@ struct Routed {
 Routed run_route(gpu::Kernels& k, const std::vector<float>& logits, uint32_t T, uint32_t E, uint32_t K, bool norm) {
   gpu::Buffer lb = upload("test.logits", logits), step = step_buffer(0, T);
   gpu::Buffer ids = device().buffer("test.ids", T * K * 4), wts = device().buffer("test.wts", T * K * 4);
+  gpu::Buffer plan = device().buffer("test.plan", GraphBuilder::moe_plan_bytes(E, K, T));
   Graph g;
-  GraphBuilder(k, g, step).moe_route(ids, wts, lb, E, K, norm).finish();
+  GraphBuilder(k, g, step).moe_route(ids, wts, plan, lb, E, K, norm).finish();
   run(g, 0, T);
   return {device().read_as<uint32_t>(ids, T * K), read(wts, T * K)};
 }
@@ -31,7 +32,7 @@ TEST(Moe, RouteMatchesCpu) {
   gpu::Kernels k(device());
   struct Case { uint32_t T, E, K; bool norm; };
   for (const Case c : {Case{3, 4, 2, true}, Case{5, 8, 8, true}, Case{2, 130, 8, true}, Case{4, 128, 8, false},
-                       Case{1, 256, 1, true}}) {
+                       Case{1, 256, 1, true}, Case{70, 6, 3, true}}) {
     std::vector<float> logits = random_vec((size_t)c.T * c.E, 7 + c.E, 2.f);
     // Ties: token 0's experts 1 and 2 equal and the largest; the lower index goes first.
     logits[2] = logits[1] = 9.f;
@@ -72,6 +73,7 @@ std::vector<float> run_ffn(gpu::Kernels& k, const TestExperts& x, const std::vec
   const uint32_t d = x.gpu.hidden, ff = x.gpu.ff, max_tokens = 80;
   gpu::Buffer xbuf = upload("test.xb", xb), lb = upload("test.logits", logits), step = step_buffer(0, T);
   gpu::Buffer ids = device().buffer("test.ids", T * K * 4), wts = device().buffer("test.wts", T * K * 4);
+  gpu::Buffer plan = device().buffer("test.plan", GraphBuilder::moe_plan_bytes(x.gpu.count, K, T));
   gpu::Buffer h = device().buffer("test.h", (size_t)T * K * ff * 4), ys = device().buffer("test.ys", (size_t)T * K * d * 4);
   gpu::Buffer y = device().buffer("test.y", (size_t)T * d * 4);
   gpu::Buffer xq = device().buffer("test.xq", (size_t)max_tokens * K * std::max(d, ff));
@@ -79,13 +81,19 @@ std::vector<float> run_ffn(gpu::Kernels& k, const TestExperts& x, const std::vec
   Graph g;
   GraphBuilder b(k, g, step);
   b.use_q8_x(xq, xs, max_tokens, 4, 2, 16);
-  b.moe_route(ids, wts, lb, x.gpu.count, K, true);
-  b.moe_matmul(h, xbuf, ids, x.gpu, true, K).moe_matmul(ys, h, ids, x.gpu, false, K).moe_combine(y, ys, wts, d, K);
-  b.finish();
-  run(g, 0, T);
-  for (size_t i = 0; i < g.ops.size(); i++) {
-    const RowOp& op = g.op<RowOp>(i);
-    *roles += (i ? " " : "") + (op.main ? op.main.role : op.single.role);
+  b.moe_route(ids, wts, plan, lb, x.gpu.count, K, true);
+  b.moe_matmul(h, xbuf, ids, plan, x.gpu, true, K).moe_matmul(ys, h, ids, plan, x.gpu, false, K);
+  b.moe_combine(y, ys, wts, d, K).finish();
+  // The pass as recorded, and the roles of what it dispatched (a trace line ends "role bytes").
+  std::vector<std::string> lines;
+  gpu::Recorder rec(device(), "test");
+  rec.trace(&lines);
+  g.encode(rec, 0, T);
+  rec.submit();
+  device().wait_idle();
+  for (const std::string& l : lines) {
+    const std::string head = l.substr(0, l.rfind(' '));
+    *roles += (roles->empty() ? "" : " ") + head.substr(head.rfind(' ') + 1);
   }
   return read(y, (size_t)T * d);
 }
@@ -98,7 +106,7 @@ TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
   const uint32_t E = 6, K = 3, ff = 256, d = block_elems(t) == 32 ? 288 : 256;
   gpu::Kernels k(device());
   const TestExperts x(t, E, ff, d);
-  for (uint32_t T : {1u, 3u, 70u}) {
+  for (uint32_t T : {1u, 3u, 70u}) {  // 70: experts of up to ~50 pairs, in chunks of TT
     const std::vector<float> xb = random_vec((size_t)T * d, 40 + T), logits = random_vec((size_t)T * E, 50 + T, 2.f);
     // The twin: per token its route, each expert's gate|up on x (as int8 units where the GPU reads
     // them so), then down on h (so too), summed with the router's weights.
@@ -119,8 +127,11 @@ TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
     const std::vector<float> got = run_ffn(k, x, xb, logits, T, K, &roles);
     const std::string at = std::string(type_name(t)) + " T=" + std::to_string(T);
     const std::string s = weight_snippet(t).substr(7);
-    EXPECT_EQ(roles, int8 ? "moe_route quantize_q8 matvec_moe_q8_" + s + "_gated quantize_q8 matvec_moe_q8_" + s + " moe_combine"
-                          : "moe_route matvec_moe_" + s + "_gated matvec_moe_" + s + " moe_combine") << at;
+    // One token by pair; more grouped by expert, after the plan (moe_sort).
+    const std::string g = T == 1 ? "" : "_grouped", sort = T == 1 ? "" : " moe_sort", q8 = int8 ? "q8_" : "";
+    const std::string quantize = int8 ? " quantize_q8" : "";
+    EXPECT_EQ(roles, "moe_route" + sort + quantize + " matvec_moe_" + q8 + s + "_gated" + g + quantize + " matvec_moe_" + q8 +
+                         s + g + " moe_combine") << at;
     // int8: h is quantized again for down, and an h the GPU sums a rounding apart may land on the other
     // side of a unit's step (1/127 of its max), a few in 50,000 at T=70: 3e-8 measured (one matmul: 1e-9).
     EXPECT_LT(nmse(got, std::vector<float>(want.begin(), want.end())), int8 ? 1e-7 : 1e-10) << at;

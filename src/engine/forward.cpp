@@ -47,6 +47,12 @@ std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
 Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk, uint32_t kv_pages)
     : dev_(dev), kernels_(dev), cfg_(model.config), max_context_(max_context), max_chunk_(max_chunk) {
   const ModelConfig& c = cfg_;
+  // Qwen3.5's blocks run in the CPU reference (src/reference/model.cpp) only, so far.
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++)
+    if (c.layer(l).mixer != Mixer::Attention || c.shared_expert_intermediate_size)
+      throw ModelError(model.path + ": layer " + std::to_string(l) + " is a " +
+                       (c.layer(l).mixer != Mixer::Attention ? mixer_name(c.layer(l).mixer) : "MoE with a shared expert") +
+                       " layer (" + c.arch_name + "), which the GPU forward pass does not run yet");
   const uint32_t hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads, d = c.hidden_size;
   const uint64_t F = 4;
   const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
@@ -92,6 +98,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
     s_.moe_ids = dev.buffer("state.moe_ids", T * K * 4);
     s_.moe_wts = dev.buffer("state.moe_wts", T * K * F);
     s_.moe_y = dev.buffer("state.moe_y", T * K * d * F);
+    s_.moe_plan = dev.buffer("state.moe_plan", GraphBuilder::moe_plan_bytes(c.num_experts, (uint32_t)K, (uint32_t)T));
   }
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
   s_.x_last = dev.buffer("state.x_last", d * F);
@@ -168,9 +175,9 @@ void Forward::build(Head head, Graph& graph) {
       g.matmul(s.proj, s.h, L.ffn_down);                      // proj = Wdown h
     } else {  // Mixture of experts: k of them a token.
       g.matmul(s.router, s.xb, L.moe.router);                 // router = Wr xb
-      g.moe_route(s.moe_ids, s.moe_wts, s.router, c.num_experts, k, c.norm_topk_prob);  // ids, wts = top-k(softmax(router))
-      g.moe_matmul(s.h, s.xb, s.moe_ids, L.moe, true, k);     // h[t, j] = silu(Wgate_e xb[t]) * (Wup_e xb[t]), e = ids[t, j]
-      g.moe_matmul(s.moe_y, s.h, s.moe_ids, L.moe, false, k); // y[t, j] = Wdown_e h[t, j]
+      g.moe_route(s.moe_ids, s.moe_wts, s.moe_plan, s.router, c.num_experts, k, c.norm_topk_prob);  // ids, wts = top-k(softmax(router)); the pairs by expert
+      g.moe_matmul(s.h, s.xb, s.moe_ids, s.moe_plan, L.moe, true, k);      // h[t, j] = silu(Wgate_e xb[t]) * (Wup_e xb[t]), e = ids[t, j]
+      g.moe_matmul(s.moe_y, s.h, s.moe_ids, s.moe_plan, L.moe, false, k);  // y[t, j] = Wdown_e h[t, j]
       g.moe_combine(s.proj, s.moe_y, s.moe_wts, d, k);        // proj[t] = sum_j wts[t, j] y[t, j]
     }
     g.add_rmsnorm(s.xb, s.x_a, s.x_b, s.proj, next_norm, d, eps);  // x = x' + proj; xb = rmsnorm(x) * next norm

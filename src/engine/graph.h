@@ -163,10 +163,15 @@ class GraphBuilder {
   // every (token, expert) pair y[pair] = W_e x over the experts' stacked rows, e = ids[pair]
   // (matvec_moe.wgsl): gate|up (silu(gate) * up of x[token]) or down (of h[pair]). moe_combine:
   // y[t] = sum_j wts[t, j] ys[t, j].
-  GraphBuilder& moe_route(const gpu::Buffer& ids, const gpu::Buffer& wts, const gpu::Buffer& logits, uint32_t experts,
-                          uint32_t k, bool norm_topk);
-  GraphBuilder& moe_matmul(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& ids, const Experts& e,
-                           bool gate_up, uint32_t k);
+  // plan: passes of several tokens also list the pairs by expert there (moe_sort.wgsl; plan_bytes), and
+  // the experts' matvecs take each chosen expert once with all its pairs.
+  GraphBuilder& moe_route(const gpu::Buffer& ids, const gpu::Buffer& wts, const gpu::Buffer& plan,
+                          const gpu::Buffer& logits, uint32_t experts, uint32_t k, bool norm_topk);
+  GraphBuilder& moe_matmul(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& ids, const gpu::Buffer& plan,
+                           const Experts& e, bool gate_up, uint32_t k);
+  static uint64_t moe_plan_bytes(uint32_t experts, uint32_t k, uint32_t max_tokens) {
+    return (2ull * experts + 2 + (uint64_t)k * max_tokens) * 4;
+  }
   GraphBuilder& moe_combine(const gpu::Buffer& y, const gpu::Buffer& ys, const gpu::Buffer& wts, uint32_t d, uint32_t k);
   // Plans the fusions over the listed ops and makes them into the graph; the graph replays nothing
   // before (Graph::encode throws). The builder takes no more ops after it.
@@ -187,8 +192,8 @@ class GraphBuilder {
   struct CombineArgs { const gpu::Buffer *att, *part; AttnShape s; };
   struct CopyArgs { const gpu::Buffer *dst, *src; uint32_t width; };
   struct PickArgs { bool sample; const gpu::Buffer *ids, *tokens, *part, *logits, *params, *x; uint32_t vocab; const Matrix* table; };
-  struct MoeRouteArgs { const gpu::Buffer *ids, *wts, *logits; uint32_t experts, k; bool norm_topk; };
-  struct MoeMatmulArgs { const gpu::Buffer *y, *x, *ids; const Experts* e; bool gate_up; uint32_t k; };
+  struct MoeRouteArgs { const gpu::Buffer *ids, *wts, *plan, *logits; uint32_t experts, k; bool norm_topk; };
+  struct MoeMatmulArgs { const gpu::Buffer *y, *x, *ids, *plan; const Experts* e; bool gate_up; uint32_t k; };
   struct MoeCombineArgs { const gpu::Buffer *y, *ys, *wts; uint32_t d, k; };
   using Args = std::variant<EmbedArgs, NormArgs, MatmulArgs, RopeArgs, AttnArgs, CombineArgs, CopyArgs, PickArgs,
                             MoeRouteArgs, MoeMatmulArgs, MoeCombineArgs>;

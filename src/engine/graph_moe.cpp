@@ -9,17 +9,17 @@
 
 namespace ztvm {
 
-GraphBuilder& GraphBuilder::moe_route(const gpu::Buffer& ids, const gpu::Buffer& wts, const gpu::Buffer& logits,
-                                      uint32_t experts, uint32_t k, bool norm_topk) {
+GraphBuilder& GraphBuilder::moe_route(const gpu::Buffer& ids, const gpu::Buffer& wts, const gpu::Buffer& plan,
+                                      const gpu::Buffer& logits, uint32_t experts, uint32_t k, bool norm_topk) {
   if (experts > 1024 || k == 0 || k > experts)
     throw ModelError("experts: " + std::to_string(k) + " of " + std::to_string(experts) +
                      " a token (the router kernel takes up to 1,024 experts)");
-  return list(MoeRouteArgs{&ids, &wts, &logits, experts, k, norm_topk});
+  return list(MoeRouteArgs{&ids, &wts, &plan, &logits, experts, k, norm_topk});
 }
 
 GraphBuilder& GraphBuilder::moe_matmul(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& ids,
-                                       const Experts& e, bool gate_up, uint32_t k) {
-  return list(MoeMatmulArgs{&y, &x, &ids, &e, gate_up, k});
+                                       const gpu::Buffer& plan, const Experts& e, bool gate_up, uint32_t k) {
+  return list(MoeMatmulArgs{&y, &x, &ids, &plan, &e, gate_up, k});
 }
 
 GraphBuilder& GraphBuilder::moe_combine(const gpu::Buffer& y, const gpu::Buffer& ys, const gpu::Buffer& wts, uint32_t d,
@@ -27,9 +27,11 @@ GraphBuilder& GraphBuilder::moe_combine(const gpu::Buffer& y, const gpu::Buffer&
   return list(MoeCombineArgs{&y, &ys, &wts, d, k});
 }
 
+// The route a workgroup a token; in passes of several tokens then the plan of the pairs by expert.
 void GraphBuilder::lower_moe_route(const MoeRouteArgs& a) {
   const gpu::KernelKey key{"moe_route", {}, {{"E", a.experts}, {"K", a.k}, {"NORM_TOPK", a.norm_topk ? 1 : 0}}};
-  add<RowOp>(key, {*a.ids, *a.wts, *a.logits, *step_});  // a workgroup a token
+  add<RowOp>(key, {*a.ids, *a.wts, *a.logits, *step_});
+  add<FixedOp>({"moe_sort", {}, {{"E", a.experts}, {"K", a.k}}}, {*a.plan, *a.ids, *step_}).skip_one_token = true;
 }
 
 // gate|up: ROWS = ff per half, x = the token's row (k pairs share it); down: ROWS = hidden, x = the
@@ -60,7 +62,7 @@ void GraphBuilder::lower_moe_matmul(const MoeMatmulArgs& a) {
   const MatvecShape sh = matvec_shape(part, m, false, false);
   const uint32_t row_groups = (rows + sh.groups * sh.rpl - 1) / (sh.groups * sh.rpl);
   const std::string snippet = weight_snippet(type);
-  std::map<std::string, double> c = {{"ROWS", rows}, {"COLS", cols}, {"EXPERT_ROWS", a.gate_up ? 2 * rows : rows},
+  std::map<std::string, double> c = {{"ROWS", rows}, {"COLS", cols}, {"E", e.count}, {"EXPERT_ROWS", a.gate_up ? 2 * rows : rows},
                                      {"K", a.k}, {"X_PER_PAIR", x_per_pair}, {"ROW_GROUPS", row_groups},
                                      {"RPL", sh.rpl}, {"LANES", sh.lanes}, {"GROUPS", sh.groups},
                                      {"WG", sh.groups * sh.lanes}, {"Y_STRIDE", rows}};
@@ -72,11 +74,22 @@ void GraphBuilder::lower_moe_matmul(const MoeMatmulArgs& a) {
                             {"PACK8", pack8_snippet()}},
                            c};
   const gpu::Buffer& w = a.gate_up ? e.gate_up : e.down;
-  const std::vector<gpu::Binding> b = int8_x ? std::vector<gpu::Binding>{*a.y, *xq_, w, *xs_, *a.ids, *step_}
-                                             : std::vector<gpu::Binding>{*a.y, *a.x, w, *a.ids, *step_};
-  RowOp& op = add<RowOp>(key, b);
-  op.a = a.k * row_groups;
+  auto bind = [&](const gpu::Buffer& list) {
+    return int8_x ? std::vector<gpu::Binding>{*a.y, *xq_, w, *xs_, list, *step_}
+                  : std::vector<gpu::Binding>{*a.y, *a.x, w, list, *step_};
+  };
+  MoeMatmulOp& op = add<MoeMatmulOp>(key, bind(*a.ids));
+  op.k = a.k, op.experts = e.count, op.row_groups = row_groups;
+  op.bytes_per_expert = w.size() / e.count;
   op.main.role = (int8_x ? "matvec_moe_q8_" : "matvec_moe_") + snippet.substr(7) + (a.gate_up ? "_gated" : "");
+  // Grouped: TT pairs at a time where their 2 x RPL x TT sums fit the 32 and the reduction's
+  // workgroup memory stays within 16 KB (2 RPL TT (WG + 1) floats).
+  gpu::KernelKey gk = key;
+  gk.constants["GROUPED"] = 1;
+  uint32_t tt = 4;
+  while (tt > 1 && (2 * sh.rpl * tt > 32 || 2ull * sh.rpl * tt * (sh.groups * sh.lanes + 1) * 4 > 16384)) tt /= 2;
+  gk.constants["TT"] = tt;
+  op.grouped = variant(gk, bind(*a.plan), "matvec_moe_grouped:" + a.y->label(), op.main.role + "_grouped");
 }
 
 void GraphBuilder::lower_moe_combine(const MoeCombineArgs& a) {

@@ -74,6 +74,13 @@ void AttentionOp::encode(gpu::Recorder& rec, const Pass& p) const {
   main.run(rec, nh * n * splits, kv_bytes);
 }
 
+void MoeMatmulOp::encode(gpu::Recorder& rec, const Pass& p) const {
+  const uint32_t n = p.n_tokens;
+  if (n == 1 || !grouped) return main.run(rec, k * n * row_groups, bytes_per_expert * k * n);
+  const uint32_t jobs = std::min(experts, k * n);
+  grouped.run(rec, jobs * row_groups, bytes_per_expert * jobs);
+}
+
 void CopyRowOp::encode(gpu::Recorder& rec, const Pass& p) const {
   if (skip_one_token && p.n_tokens == 1) return;
   rec.copy(*src, (uint64_t)(p.n_tokens - 1) * width * 4, *dst, 0, (uint64_t)width * 4);

@@ -121,11 +121,23 @@ struct AttentionOp : Op {
   void encode(gpu::Recorder& rec, const Pass& p) const override;
 };
 
-// A kernel of a fixed grid whatever the pass: argmax's two passes, sample.
+// A kernel of a fixed grid whatever the pass: argmax's two passes, sample, moe_sort.
 struct FixedOp : Op {
   Variant main;
   uint32_t groups = 1;
-  void encode(gpu::Recorder& rec, const Pass&) const override { main.run(rec, groups); }
+  void encode(gpu::Recorder& rec, const Pass& p) const override {
+    if (!(skip_one_token && p.n_tokens == 1)) main.run(rec, groups);
+  }
+};
+
+// The experts' matvecs of a sparse layer (matvec_moe.wgsl), row_groups workgroups a job: one-token
+// passes by pair (k jobs, `main`), longer ones grouped by expert (`grouped`: a job per expert chosen,
+// at most min(experts, n k) of them, from moe_sort's plan).
+struct MoeMatmulOp : Op {
+  Variant main, grouped;
+  uint32_t k = 0, experts = 0, row_groups = 0;
+  uint64_t bytes_per_expert = 0;  // for profiles' GB/s
+  void encode(gpu::Recorder& rec, const Pass& p) const override;
 };
 
 // The last token's row of src (width floats a token) to dst: a copy between compute passes.
