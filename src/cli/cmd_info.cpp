@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <string>
 
 #include "cli/command.h"
 #include "hub/pull.h"
@@ -19,6 +20,8 @@ const char* arch_label(Arch a) {
     case Arch::Qwen3: return "qwen3";
     case Arch::Phi3: return "phi3";
     case Arch::Qwen3Moe: return "qwen3moe";
+    case Arch::Qwen35: return "qwen35";
+    case Arch::Qwen35Moe: return "qwen35moe";
   }
   return "?";
 }
@@ -36,6 +39,21 @@ void print_config(const ModelConfig& c) {
     std::printf("experts             %u of %u per token, %u wide%s, in %u of %u layers\n", c.num_experts_per_tok,
                 c.num_experts, c.moe_intermediate_size, c.norm_topk_prob ? ", weights renormalised" : "", moe,
                 c.num_hidden_layers);
+  }
+  if (c.shared_expert_intermediate_size)
+    std::printf("shared expert       %u wide, gated by sigmoid(ffn_gate_inp_shexp . x)\n", c.shared_expert_intermediate_size);
+  bool hybrid = false;  // some layer is not plain attention: one letter a layer, a = attention, g = gated, d = DeltaNet
+  std::string kinds;
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
+    const Mixer mx = c.layer(l).mixer;
+    hybrid |= mx != Mixer::Attention;
+    kinds += mx == Mixer::GatedDeltaNet ? 'd' : mx == Mixer::GatedAttention ? 'g' : 'a';
+  }
+  if (hybrid) {
+    std::printf("layer kinds         %s (d gated DeltaNet, g gated attention, a attention)\n", kinds.c_str());
+    std::printf("gated DeltaNet      %u key heads x %u, %u value heads x %u (%s order), conv kernel %u\n",
+                c.linear_num_key_heads, c.linear_key_head_dim, c.linear_num_value_heads, c.linear_value_head_dim,
+                c.linear_v_heads_tiled ? "tiled" : "grouped", c.linear_conv_kernel_dim);
   }
   std::printf("attention heads     %u q, %u kv, head_dim %u\n", c.num_attention_heads, c.num_key_value_heads, c.head_dim);
   std::printf("rope                %s, theta %g, rotary_dim %u%s\n", c.rope_style == RopeStyle::Normal ? "normal" : "neox",

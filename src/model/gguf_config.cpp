@@ -40,6 +40,48 @@ std::vector<float> tensor_as_floats(const GgufFile& g, const TensorView& t) {
   return out;
 }
 
+// llama.cpp's qwen35 / qwen35moe (src/models/qwen35*.cpp): the gated DeltaNet's shapes as ssm.*
+// keys (state_size: key head dim, group_count: key heads, time_step_rank: value heads, inner_size:
+// value heads x value head dim), its layers from attention.recurrent_layers or, as llama.cpp falls
+// back, all but every full_attention_interval-th (default 4). Its converter reorders the value
+// heads to tiled order. rope.dimension_sections (M-RoPE) is ignored: a text's positions are the same
+// in every section, where M-RoPE is plain RoPE over rope.dimension_count dims.
+void qwen35_from_gguf(const GgufFile& g, uint64_t shared, ModelConfig* c) {
+  const std::string a = c->arch_name + ".";
+  c->linear_conv_kernel_dim = to_u32(g, a + "ssm.conv_kernel", g.get_uint(a + "ssm.conv_kernel"));
+  c->linear_key_head_dim = to_u32(g, a + "ssm.state_size", g.get_uint(a + "ssm.state_size"));
+  c->linear_num_key_heads = to_u32(g, a + "ssm.group_count", g.get_uint(a + "ssm.group_count"));
+  c->linear_num_value_heads = to_u32(g, a + "ssm.time_step_rank", g.get_uint(a + "ssm.time_step_rank"));
+  const uint64_t inner = g.get_uint(a + "ssm.inner_size");
+  if (c->linear_num_value_heads == 0 || inner % c->linear_num_value_heads != 0)
+    throw ModelError(g.path() + ": key '" + a + "ssm.inner_size': " + std::to_string(inner) +
+                     " is not a multiple of ssm.time_step_rank " + std::to_string(c->linear_num_value_heads));
+  c->linear_value_head_dim = to_u32(g, a + "ssm.inner_size", inner / c->linear_num_value_heads);
+  c->linear_v_heads_tiled = true;
+  c->layer_kinds.resize(c->num_hidden_layers);
+  const std::string rec = a + "attention.recurrent_layers";
+  if (const GgufValue* v = g.find_value(rec)) {
+    const std::vector<int64_t> flags = g.get_int_array(rec);
+    if (flags.size() < c->num_hidden_layers)  // MTP layers may follow the trunk's
+      throw ModelError(g.path() + ": key '" + rec + "': " + v->summary(8) + " names fewer than block_count layers");
+    for (uint32_t l = 0; l < c->num_hidden_layers; l++)
+      c->layer_kinds[l].mixer = flags[l] ? Mixer::GatedDeltaNet : Mixer::GatedAttention;
+  } else {
+    const uint64_t every = g.get_uint(a + "full_attention_interval", 4);
+    if (every == 0) throw ModelError(g.path() + ": key '" + a + "full_attention_interval' is 0");
+    for (uint32_t l = 0; l < c->num_hidden_layers; l++)
+      c->layer_kinds[l].mixer = (l + 1) % every ? Mixer::GatedDeltaNet : Mixer::GatedAttention;
+  }
+  if (c->arch != Arch::Qwen35Moe) return;
+  // llama.cpp's build_moe_ffn for qwen35moe: softmax over the experts, the top-k renormalised.
+  c->num_experts = to_u32(g, a + "expert_count", g.get_uint(a + "expert_count"));
+  c->num_experts_per_tok = to_u32(g, a + "expert_used_count", g.get_uint(a + "expert_used_count"));
+  c->moe_intermediate_size = to_u32(g, a + "expert_feed_forward_length", g.get_uint(a + "expert_feed_forward_length"));
+  c->shared_expert_intermediate_size = to_u32(g, a + "expert_shared_feed_forward_length", shared);
+  c->norm_topk_prob = true;
+  for (LayerKind& k : c->layer_kinds) k.ffn = Ffn::Moe;
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& g, const std::map<std::string, TensorView>* tensors) {
@@ -57,7 +99,11 @@ ModelConfig config_from_gguf(const GgufFile& g, const std::map<std::string, Tens
 
   c.hidden_size = to_u32(g, a + "embedding_length", g.get_uint(a + "embedding_length"));
   c.num_hidden_layers = to_u32(g, a + "block_count", g.get_uint(a + "block_count"));
-  c.intermediate_size = uniform_u32(g, a + "feed_forward_length", {});
+  const bool qwen35 = c.arch == Arch::Qwen35 || c.arch == Arch::Qwen35Moe;
+  // llama.cpp's qwen35moe has no dense FFN and its converter may write no feed_forward_length:
+  // the shared expert's width stands in, as in hf_config.cpp.
+  const uint64_t shared = g.get_uint(a + "expert_shared_feed_forward_length", 0);
+  c.intermediate_size = uniform_u32(g, a + "feed_forward_length", c.arch == Arch::Qwen35Moe ? std::optional(shared) : std::nullopt);
   c.num_attention_heads = uniform_u32(g, a + "attention.head_count", {});
   c.num_key_value_heads = uniform_u32(g, a + "attention.head_count_kv", c.num_attention_heads);
   if (c.num_attention_heads == 0)
@@ -75,7 +121,7 @@ ModelConfig config_from_gguf(const GgufFile& g, const std::map<std::string, Tens
   // llama.cpp's converter permutes Q/K rows of `llama` so that adjacent-pair RoPE applies; the
   // other architectures keep HF's layout and rotate halves.
   c.rope_style = c.arch == Arch::Llama ? RopeStyle::Normal : RopeStyle::Neox;
-  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe || qwen35;
   c.tie_word_embeddings = find("output.weight") == nullptr;
   c.attn_bias = find("blk.0.attn_q.bias") != nullptr;
 
@@ -122,6 +168,7 @@ ModelConfig config_from_gguf(const GgufFile& g, const std::map<std::string, Tens
     for (uint32_t l = 0; l < c.num_hidden_layers; l++)
       if (find(layer_tensor(l, "ffn_gate_inp"))) c.layer_kinds[l].ffn = Ffn::Moe;
   }
+  if (qwen35) qwen35_from_gguf(g, shared, &c);
   return c;
 }
 

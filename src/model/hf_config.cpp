@@ -87,7 +87,9 @@ std::string arch_from_hf(const json& cfg, const std::string& src) {
   if (const json* t = field(cfg, "model_type"); t && t->is_string()) return t->get<std::string>();
   static const std::pair<const char*, const char*> kClasses[] = {
       {"LlamaForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"},
-      {"Qwen3MoeForCausalLM", "qwen3moe"}};
+      {"Qwen3MoeForCausalLM", "qwen3moe"}, {"Qwen3_5ForCausalLM", "qwen3_5_text"},
+      {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"}, {"Qwen3_5ForConditionalGeneration", "qwen3_5"},
+      {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"}};
   if (const json* a = field(cfg, "architectures"); a && a->is_array() && !a->empty() && (*a)[0].is_string()) {
     const std::string cls = (*a)[0].get<std::string>();
     for (auto& [name, arch] : kClasses)
@@ -123,16 +125,61 @@ std::vector<float> llama3_rope_factors(uint32_t rotary_dim, float theta, float f
 
 namespace {
 
+// Qwen3.5: which layers are gated DeltaNet (layer_types, else every full_attention_interval-th layer
+// is attention), the DeltaNet's shapes, and the MoE variant's experts: every layer sparse, the
+// router's top-k always renormalised (transformers' Qwen3_5MoeTopKRouter has no switch), a shared expert.
+void parse_qwen35(const json& cfg, const std::string& src, uint32_t shared, ModelConfig* c) {
+  c->linear_conv_kernel_dim = get_u32(cfg, "linear_conv_kernel_dim", src, 4);
+  c->linear_num_key_heads = get_u32(cfg, "linear_num_key_heads", src);
+  c->linear_key_head_dim = get_u32(cfg, "linear_key_head_dim", src);
+  c->linear_num_value_heads = get_u32(cfg, "linear_num_value_heads", src);
+  c->linear_value_head_dim = get_u32(cfg, "linear_value_head_dim", src);
+  c->linear_v_heads_tiled = false;  // HF groups each key head's value heads together
+  c->layer_kinds.assign(c->num_hidden_layers, LayerKind{Mixer::GatedDeltaNet, Ffn::Dense});
+  if (const json* types = field(cfg, "layer_types")) {
+    if (!types->is_array() || types->size() != c->num_hidden_layers)
+      throw ModelError(src + ": 'layer_types': expected " + std::to_string(c->num_hidden_layers) + " entries, got " +
+                       types->dump());
+    for (uint32_t l = 0; l < c->num_hidden_layers; l++) {
+      const std::string t = (*types)[l].is_string() ? (*types)[l].get<std::string>() : (*types)[l].dump();
+      if (t == "full_attention") c->layer_kinds[l].mixer = Mixer::GatedAttention;
+      else if (t != "linear_attention")
+        throw ModelError(src + ": 'layer_types'[" + std::to_string(l) + "]: '" + t +
+                         "' (expected linear_attention or full_attention)");
+    }
+  } else {
+    const uint32_t every = get_u32(cfg, "full_attention_interval", src, 4);
+    for (uint32_t l = 0; l < c->num_hidden_layers; l++)
+      if (every && (l + 1) % every == 0) c->layer_kinds[l].mixer = Mixer::GatedAttention;
+  }
+  if (c->arch != Arch::Qwen35Moe) return;
+  c->num_experts = get_u32(cfg, "num_experts", src);
+  c->num_experts_per_tok = get_u32(cfg, "num_experts_per_tok", src);
+  c->moe_intermediate_size = get_u32(cfg, "moe_intermediate_size", src);
+  c->shared_expert_intermediate_size = shared;
+  c->norm_topk_prob = true;
+  for (LayerKind& k : c->layer_kinds) k.ffn = Ffn::Moe;
+}
+
 ModelConfig parse_hf_config(const fs::path& root, const json& cfg, const std::string& src, const SafetensorsDir* st) {
   ModelConfig c;
   c.arch_name = arch_from_hf(cfg, src);
-  if (c.arch_name == "qwen3_moe") c.arch_name = "qwen3moe";  // HF's model_type; GGUF's name is kept
+  // HF's model_types; GGUF's names are kept. The multimodal Qwen3.5 wrappers were read as their
+  // text_config (config_from_hf).
+  static const std::pair<const char*, const char*> kTypes[] = {
+      {"qwen3_moe", "qwen3moe"}, {"qwen3_5_text", "qwen35"}, {"qwen3_5", "qwen35"},
+      {"qwen3_5_moe_text", "qwen35moe"}, {"qwen3_5_moe", "qwen35moe"}};
+  for (auto& [hf, gguf] : kTypes)
+    if (c.arch_name == hf) c.arch_name = gguf;
   c.arch = parse_arch(c.arch_name, src);
+  const bool qwen35 = c.arch == Arch::Qwen35 || c.arch == Arch::Qwen35Moe;
   c.name = (root.filename().empty() ? root.parent_path() : root).filename().string();
 
   c.hidden_size = get_u32(cfg, "hidden_size", src);
   c.num_hidden_layers = get_u32(cfg, "num_hidden_layers", src);
-  c.intermediate_size = get_u32(cfg, "intermediate_size", src);
+  // Qwen3.5-MoE has no dense FFN, and its configs no intermediate_size: the shared expert's width stands in.
+  const uint32_t shared = get_u32(cfg, "shared_expert_intermediate_size", src, 0);
+  c.intermediate_size = get_u32(cfg, "intermediate_size", src, c.arch == Arch::Qwen35Moe && shared ? std::optional(shared) : std::nullopt);
   c.num_attention_heads = get_u32(cfg, "num_attention_heads", src);
   if (c.num_attention_heads == 0) throw ModelError(src + ": 'num_attention_heads' is 0");
   c.num_key_value_heads = get_u32(cfg, "num_key_value_heads", src, c.num_attention_heads);
@@ -141,7 +188,8 @@ ModelConfig parse_hf_config(const fs::path& root, const json& cfg, const std::st
   c.rms_norm_eps = float(get_num(cfg, "rms_norm_eps", src, 1e-6));
   c.max_position_embeddings = get_u32(cfg, "max_position_embeddings", src, 2048);
   c.rope_style = RopeStyle::Neox;  // HF applies rotate_half to un-permuted weights
-  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe || qwen35;
+  if (qwen35) parse_qwen35(cfg, src, shared, &c);
   // Mixture of experts: layer l is sparse unless listed in mlp_only_layers, every decoder_sparse_step-th.
   if (c.arch == Arch::Qwen3Moe) {
     c.num_experts = get_u32(cfg, field(cfg, "num_experts") ? "num_experts" : "num_local_experts", src);  // transformers 5's name
@@ -219,7 +267,18 @@ ModelConfig parse_hf_config(const fs::path& root, const json& cfg, const std::st
 ModelConfig config_from_hf(const std::string& dir, const SafetensorsDir* st) {
   const fs::path root(dir);
   const std::string src = (root / "config.json").string();
-  const json cfg = read_json(root / "config.json");
+  json cfg = read_json(root / "config.json");
+  // Qwen3.5's multimodal checkpoints nest the language model's fields under text_config; the
+  // wrapper's own (tie_word_embeddings, token ids) fill in what it leaves out.
+  const std::string type = cfg.is_object() ? cfg.value("model_type", "") : "";
+  if (const json* text = field(cfg, "text_config"); text && text->is_object() && (type == "qwen3_5" || type == "qwen3_5_moe")) {
+    json merged = *text;
+    for (auto& [key, value] : cfg.items())  // the wrapper ties (or not) the LM head it holds
+      if (key != "text_config" && key != "vision_config" && (!merged.contains(key) || key == "tie_word_embeddings"))
+        merged[key] = value;
+    if (!merged.contains("model_type") || !merged["model_type"].is_string()) merged["model_type"] = type;
+    cfg = std::move(merged);
+  }
   try {
     return parse_hf_config(root, cfg, src, st);
   } catch (const json::exception& e) {  // a field of the wrong JSON type
@@ -245,6 +304,15 @@ std::map<std::string, TensorView> map_hf_tensors(const SafetensorsDir& st, const
       // save_pretrained, like the Hub's checkpoints, writes them one by one (below).
       {"mlp.gate.weight", "ffn_gate_inp.weight"},
       {"mlp.experts.gate_up_proj", "ffn_gate_up_exps.weight"}, {"mlp.experts.down_proj", "ffn_down_exps.weight"},
+      // Qwen3.5-MoE's shared expert and its gate.
+      {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"}, {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+      {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"}, {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+      // Qwen3.5's gated DeltaNet, under llama.cpp's names (open_model turns A_log into ssm_a = -exp(A_log)).
+      {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight"}, {"linear_attn.in_proj_z.weight", "attn_gate.weight"},
+      {"linear_attn.in_proj_b.weight", "ssm_beta.weight"},   {"linear_attn.in_proj_a.weight", "ssm_alpha.weight"},
+      {"linear_attn.conv1d.weight", "ssm_conv1d.weight"},    {"linear_attn.dt_bias", "ssm_dt.bias"},
+      {"linear_attn.A_log", "ssm_a"},                        {"linear_attn.norm.weight", "ssm_norm.weight"},
+      {"linear_attn.out_proj.weight", "ssm_out.weight"},
   };
   // "mlp.experts.7.up_proj.weight" -> expert_tensor(l, "ffn_up", 7), for models with experts.
   auto expert_name = [&](uint32_t layer, const std::string& rest) -> std::string {
@@ -261,10 +329,17 @@ std::map<std::string, TensorView> map_hf_tensors(const SafetensorsDir& st, const
     if (what == "down_proj.weight") return expert_tensor(layer, "ffn_down", e);
     return {};
   };
+  const bool qwen35 = config.arch == Arch::Qwen35 || config.arch == Arch::Qwen35Moe;
   std::map<std::string, TensorView> out;
   for (const TensorView& t : st.tensors()) {
     std::string canonical;
-    const std::string& n = t.name;
+    std::string n = t.name;
+    if (qwen35) {
+      // The multimodal checkpoints: the language model under model.language_model, beside a vision
+      // tower and a multi-token-prediction head that text generation does not run.
+      if (n.rfind("model.visual.", 0) == 0 || n.rfind("mtp.", 0) == 0) continue;
+      if (n.rfind("model.language_model.", 0) == 0) n = "model." + n.substr(21);
+    }
     if (n == "model.embed_tokens.weight") canonical = "token_embd.weight";
     else if (n == "model.norm.weight") canonical = "output_norm.weight";
     else if (n == "lm_head.weight") {

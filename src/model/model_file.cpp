@@ -2,7 +2,9 @@
 // tensor's shape and type against the config, so the engine can trust what it is handed.
 #include "model/model_file.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 
@@ -18,8 +20,9 @@ struct ArchName {
   Arch arch;
   const char* name;
 };
-constexpr ArchName kArchs[] = {{Arch::Llama, "llama"}, {Arch::Qwen2, "qwen2"}, {Arch::Qwen3, "qwen3"},
-                               {Arch::Phi3, "phi3"},   {Arch::Qwen3Moe, "qwen3moe"}};
+constexpr ArchName kArchs[] = {{Arch::Llama, "llama"},       {Arch::Qwen2, "qwen2"},   {Arch::Qwen3, "qwen3"},
+                               {Arch::Phi3, "phi3"},         {Arch::Qwen3Moe, "qwen3moe"}, {Arch::Qwen35, "qwen35"},
+                               {Arch::Qwen35Moe, "qwen35moe"}};
 
 // Rows [first, first + count) of a 2-D tensor: a contiguous byte range, whatever the type.
 TensorView row_slice(const TensorView& t, const std::string& name, uint64_t first, uint64_t count) {
@@ -82,14 +85,18 @@ void split_fused(ModelFile& m) {
         m.tensors[fused.name] = fused;
       }
     }
-    if (const TensorView* qkv = m.find(layer_tensor(l, "attn_qkv"))) {
-      if (qkv->ne.size() != 2 || qkv->cols() != c.hidden_size || qkv->rows() != q_rows + 2 * kv_rows)
+    // A gated DeltaNet's attn_qkv is its conv's input projection, not attention's fused Q, K, V.
+    const Mixer mixer = c.layer(l).mixer;
+    const TensorView* qkv = mixer == Mixer::GatedDeltaNet ? nullptr : m.find(layer_tensor(l, "attn_qkv"));
+    if (qkv) {
+      const uint64_t q = mixer == Mixer::GatedAttention ? 2 * q_rows : q_rows;  // queries and their gates
+      if (qkv->ne.size() != 2 || qkv->cols() != c.hidden_size || qkv->rows() != q + 2 * kv_rows)
         throw ModelError(m.path + ": tensor " + qkv->name + ": expected shape " +
-                         shape_to_string({c.hidden_size, q_rows + 2 * kv_rows}) + ", got " + qkv->shape_str());
+                         shape_to_string({c.hidden_size, q + 2 * kv_rows}) + ", got " + qkv->shape_str());
       const TensorView fused = *qkv;
-      m.tensors[layer_tensor(l, "attn_q")] = row_slice(fused, layer_tensor(l, "attn_q"), 0, q_rows);
-      m.tensors[layer_tensor(l, "attn_k")] = row_slice(fused, layer_tensor(l, "attn_k"), q_rows, kv_rows);
-      m.tensors[layer_tensor(l, "attn_v")] = row_slice(fused, layer_tensor(l, "attn_v"), q_rows + kv_rows, kv_rows);
+      m.tensors[layer_tensor(l, "attn_q")] = row_slice(fused, layer_tensor(l, "attn_q"), 0, q);
+      m.tensors[layer_tensor(l, "attn_k")] = row_slice(fused, layer_tensor(l, "attn_k"), q, kv_rows);
+      m.tensors[layer_tensor(l, "attn_v")] = row_slice(fused, layer_tensor(l, "attn_v"), q + kv_rows, kv_rows);
     }
     if (const TensorView* gate_up = m.find(layer_tensor(l, "ffn_gate_up"))) {
       const uint64_t ff = c.intermediate_size;
@@ -99,6 +106,68 @@ void split_fused(ModelFile& m) {
       const TensorView fused = *gate_up;
       m.tensors[layer_tensor(l, "ffn_gate")] = row_slice(fused, layer_tensor(l, "ffn_gate"), 0, ff);  // gate first
       m.tensors[up] = row_slice(fused, up, ff, ff);
+    }
+  }
+}
+
+// An F32 tensor made at load, its bytes kept by the ModelFile, in place of `name`.
+void put_f32(ModelFile& m, const std::string& name, const std::vector<float>& v) {
+  std::vector<uint8_t>& bytes = m.requantized.emplace_back(v.size() * 4);
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  TensorView t;
+  t.name = name, t.type = GgmlType::F32, t.ne = {v.size()}, t.data = bytes.data(), t.nbytes = bytes.size();
+  m.tensors[name] = t;
+}
+
+std::vector<float> floats_of(const ModelFile& m, const TensorView& t) {
+  if (!type_supported(t.type))
+    throw ModelError(m.path + ": tensor " + t.name + ": type " + type_name(t.type) + " is not supported");
+  std::vector<float> out(t.elements());
+  for (uint64_t r = 0; r < t.rows(); ++r)
+    dequantize_row(t.type, t.data + r * row_bytes(t.type, t.cols()), out.data() + r * t.cols(), t.cols());
+  return out;
+}
+
+// Qwen3.5's tensors as llama.cpp's converter stores them, whichever the source: HF's (1 + w)
+// RMSNorm weights become 1 + w and A_log becomes A = -exp(A_log) (both F32, tiny), and the shapes
+// lose their unit axes (conv1d [K, 1, C], the shared expert's gate [d, 1]); GGUF's pre-FFN norm,
+// post_attention_norm, takes the name every other architecture's has, ffn_norm. The value heads'
+// order (grouped in HF, tiled in GGUF) stays as stored: config.linear_v_heads_tiled says which.
+void canonical_qwen35(ModelFile& m) {
+  const ModelConfig& c = m.config;
+  auto drop_unit_axes = [&](const std::string& name) {
+    auto it = m.tensors.find(name);
+    if (it == m.tensors.end()) return;
+    std::vector<uint64_t> ne;
+    for (uint64_t x : it->second.ne)
+      if (x != 1) ne.push_back(x);
+    if (!ne.empty() && it->second.ne.size() > 1) it->second.ne = ne;
+  };
+  auto plus_one = [&](const std::string& name) {
+    if (const TensorView* t = m.find(name)) {
+      std::vector<float> w = floats_of(m, *t);
+      for (float& x : w) x += 1.f;  // exact in f32 for f16/bf16 w of the size norms have
+      put_f32(m, name, w);
+    }
+  };
+  if (m.from_hf()) plus_one("output_norm.weight");
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
+    drop_unit_axes(layer_tensor(l, "ssm_conv1d"));
+    drop_unit_axes(layer_tensor(l, "ffn_gate_inp_shexp"));
+    if (!m.from_hf()) {
+      auto it = m.tensors.find(layer_tensor(l, "post_attention_norm"));
+      if (it == m.tensors.end()) continue;
+      TensorView t = it->second;
+      t.name = layer_tensor(l, "ffn_norm");
+      m.tensors.erase(it);
+      m.tensors[t.name] = t;
+      continue;
+    }
+    for (const char* role : {"attn_norm", "ffn_norm", "attn_q_norm", "attn_k_norm"}) plus_one(layer_tensor(l, role));
+    if (const TensorView* a = m.find(layer_tensor(l, "ssm_a", ""))) {
+      std::vector<float> A = floats_of(m, *a);
+      for (float& x : A) x = -std::exp(x);
+      put_f32(m, a->name, A);
     }
   }
 }
@@ -118,6 +187,18 @@ void check_config(const ModelFile& m) {
   if (sparse && (c.moe_intermediate_size == 0 || c.num_experts_per_tok == 0 || c.num_experts_per_tok > c.num_experts))
     fail("experts: " + std::to_string(c.num_experts_per_tok) + " of " + std::to_string(c.num_experts) + " per token, " +
          std::to_string(c.moe_intermediate_size) + " wide: expected 1..experts of them and a width > 0");
+  bool deltanet = false, gated = false;
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
+    deltanet |= c.layer(l).mixer == Mixer::GatedDeltaNet;
+    gated |= c.layer(l).mixer == Mixer::GatedAttention;
+  }
+  const uint32_t nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
+  if (deltanet && (nk == 0 || nv % nk != 0 || c.linear_key_head_dim == 0 || c.linear_value_head_dim == 0 ||
+                   c.linear_conv_kernel_dim < 2))
+    fail("gated DeltaNet: " + std::to_string(nk) + " key heads of " + std::to_string(c.linear_key_head_dim) + ", " +
+         std::to_string(nv) + " value heads of " + std::to_string(c.linear_value_head_dim) + ", conv kernel " +
+         std::to_string(c.linear_conv_kernel_dim) + ": expected value heads a multiple of key heads, dims > 0, kernel >= 2");
+  if (gated && c.attn_bias) fail("gated attention with q/k/v biases is not supported");
   for (const auto* factors : {&c.rope_freq_factors, &c.rope_freq_factors_long})
     if (!factors->empty() && factors->size() != c.rotary_dim / 2)
       fail("RoPE frequency factors: expected " + std::to_string(c.rotary_dim / 2) + " values, got " +
@@ -149,24 +230,47 @@ void check_tensors(const ModelFile& m) {
   expect("rope_freqs.weight", {c.rotary_dim / 2}, false);
   for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
     auto n = [&](const char* role, const char* suffix = "weight") { return layer_tensor(l, role, suffix); };
+    const Mixer mixer = c.layer(l).mixer;
     expect(n("attn_norm"), {d}, true);
-    expect(n("attn_q"), {d, q}, true);
-    expect(n("attn_k"), {d, kv}, true);
-    expect(n("attn_v"), {d, kv}, true);
-    expect(n("attn_output"), {q, d}, true);
-    expect(n("attn_q", "bias"), {q}, c.attn_bias);
-    expect(n("attn_k", "bias"), {kv}, c.attn_bias);
-    expect(n("attn_v", "bias"), {kv}, c.attn_bias);
-    expect(n("attn_q_norm"), {c.head_dim}, c.qk_norm);
-    expect(n("attn_k_norm"), {c.head_dim}, c.qk_norm);
+    if (mixer == Mixer::GatedDeltaNet) {
+      // Conv channels q | k | v; the state is [value heads][key dim][value dim].
+      const uint64_t kd = uint64_t(c.linear_num_key_heads) * c.linear_key_head_dim;
+      const uint64_t vd = uint64_t(c.linear_num_value_heads) * c.linear_value_head_dim, nv = c.linear_num_value_heads;
+      expect(n("attn_qkv"), {d, 2 * kd + vd}, true);
+      expect(n("attn_gate"), {d, vd}, true);
+      expect(n("ssm_beta"), {d, nv}, true);
+      expect(n("ssm_alpha"), {d, nv}, true);
+      expect(n("ssm_conv1d"), {c.linear_conv_kernel_dim, 2 * kd + vd}, true);
+      expect(n("ssm_dt", "bias"), {nv}, true);
+      expect(n("ssm_a", ""), {nv}, true);
+      expect(n("ssm_norm"), {c.linear_value_head_dim}, true);
+      expect(n("ssm_out"), {vd, d}, true);
+    } else {
+      const uint64_t qw = mixer == Mixer::GatedAttention ? 2 * q : q;  // gated: each head's query, then its gate
+      expect(n("attn_q"), {d, qw}, true);
+      expect(n("attn_k"), {d, kv}, true);
+      expect(n("attn_v"), {d, kv}, true);
+      expect(n("attn_output"), {q, d}, true);
+      expect(n("attn_q", "bias"), {q}, c.attn_bias);
+      expect(n("attn_k", "bias"), {kv}, c.attn_bias);
+      expect(n("attn_v", "bias"), {kv}, c.attn_bias);
+      expect(n("attn_q_norm"), {c.head_dim}, c.qk_norm);
+      expect(n("attn_k_norm"), {c.head_dim}, c.qk_norm);
+    }
     expect(n("ffn_norm"), {d}, true);
     if (c.layer(l).ffn == Ffn::Moe) {
-      const uint64_t fe = c.moe_intermediate_size;
+      const uint64_t fe = c.moe_intermediate_size, fs = c.shared_expert_intermediate_size;
       expect(n("ffn_gate_inp"), {d, c.num_experts}, true);
       for (uint32_t e = 0; e < c.num_experts; e++) {
         expect(expert_tensor(l, "ffn_gate", e), {d, fe}, true);
         expect(expert_tensor(l, "ffn_up", e), {d, fe}, true);
         expect(expert_tensor(l, "ffn_down", e), {fe, d}, true);
+      }
+      if (fs) {
+        expect(n("ffn_gate_inp_shexp"), {d}, true);
+        expect(n("ffn_gate_shexp"), {d, fs}, true);
+        expect(n("ffn_up_shexp"), {d, fs}, true);
+        expect(n("ffn_down_shexp"), {fs, d}, true);
       }
       continue;
     }
@@ -175,7 +279,6 @@ void check_tensors(const ModelFile& m) {
     expect(n("ffn_down"), {ff, d}, true);
   }
 }
-
 
 // A split GGUF (split.count > 1): the parts are NAME-%05d-of-%05d.gguf, numbered from 1; the first
 // holds the metadata. Opened from another part, the model is reopened from the first.
@@ -210,7 +313,7 @@ void open_split_parts(ModelFile& m) {
 }
 }  // namespace
 
-const char* supported_architectures() { return "llama, qwen2, qwen3, phi3, qwen3moe"; }
+const char* supported_architectures() { return "llama, qwen2, qwen3, phi3, qwen3moe, qwen35, qwen35moe"; }
 
 Arch parse_arch(const std::string& name, const std::string& source) {
   for (const ArchName& a : kArchs)
@@ -219,7 +322,7 @@ Arch parse_arch(const std::string& name, const std::string& source) {
 }
 
 std::string layer_tensor(uint32_t layer, const char* role, const char* suffix) {
-  return "blk." + std::to_string(layer) + "." + role + "." + suffix;
+  return "blk." + std::to_string(layer) + "." + role + (*suffix ? "." : "") + suffix;
 }
 
 std::string expert_tensor(uint32_t layer, const char* role, uint32_t expert) {
@@ -267,6 +370,7 @@ std::unique_ptr<ModelFile> open_model(const std::string& path) {
                        std::to_string(n->integer));
     m->config = config_from_gguf(*m->gguf, &m->tensors);
   }
+  if (m->config.arch == Arch::Qwen35 || m->config.arch == Arch::Qwen35Moe) canonical_qwen35(*m);
   check_config(*m);
   split_fused(*m);
   check_tensors(*m);

@@ -9,6 +9,14 @@
 // tensor is also listed as blk.N.attn_qkv.weight ([hidden, q+k+v rows]) and
 // blk.N.ffn_gate_up.weight ([hidden, 2*ff], gate rows first).
 //
+// Qwen3.5 (llama.cpp's qwen35 names): gated attention layers have attn_q [hidden, 2 * heads * head_dim]
+// (each head's query rows, then its gate rows); gated DeltaNet layers have attn_qkv (the conv's
+// q|k|v input projection), attn_gate (z), ssm_beta, ssm_alpha, ssm_conv1d [kernel, channels],
+// ssm_dt.bias, ssm_a (A = -exp(A_log), F32), ssm_norm, ssm_out; a shared expert adds
+// ffn_{gate,up,down}_shexp and ffn_gate_inp_shexp [hidden]. GGUF's post_attention_norm is ffn_norm
+// here, and HF's (1 + w) RMSNorm weights (not ssm_norm's) are stored as 1 + w (F32), as llama.cpp's
+// converter stores them.
+//
 // Tensor values are always in the source's RoPE convention: config.rope_style says which.
 #pragma once
 #include <map>
@@ -30,7 +38,7 @@ struct ModelFile {
   std::unique_ptr<GgufFile> gguf;                // set when the source is GGUF (tokenizer metadata lives there)
   std::vector<std::unique_ptr<GgufFile>> gguf_parts;  // a split GGUF's parts after the first (tensors only)
   std::unique_ptr<SafetensorsDir> safetensors;   // set when the source is an HF directory
-  std::vector<std::vector<uint8_t>> requantized; // weights re-encoded on load (quantize_weights): views point here
+  std::vector<std::vector<uint8_t>> requantized; // weights made on load (quantize_weights, Qwen3.5's norms): views point here
 
   // Throws ModelError "PATH: missing tensor 'NAME'" when absent.
   const TensorView& get(const std::string& name) const;
@@ -38,7 +46,7 @@ struct ModelFile {
   bool from_hf() const { return safetensors != nullptr; }
 };
 
-// "blk.3.attn_q.weight": the canonical name of a per-layer tensor.
+// "blk.3.attn_q.weight": the canonical name of a per-layer tensor ("blk.3.ssm_a" for suffix "").
 std::string layer_tensor(uint32_t layer, const char* role, const char* suffix = "weight");
 // "blk.3.ffn_gate_exps.7": expert 7's rows of a layer's stacked experts (role ffn_gate, ffn_up or
 // ffn_down), a 2-D view open_model makes of GGUF's ffn_*_exps or transformers' stacked tensors.

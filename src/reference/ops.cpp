@@ -145,4 +145,91 @@ Route moe_route(const float* z, uint32_t E, uint32_t k, bool norm_topk) {
   return r;
 }
 
+static double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+static double silu(double x) { return x * sigmoid(x); }
+
+void split_q_gate(const std::vector<float>& q_full, uint32_t nh, uint32_t hd, std::vector<float>* q,
+                  std::vector<float>* gate) {
+  q->clear(), gate->clear();
+  for (size_t at = 0; at < q_full.size(); at += 2 * hd) {  // one head of one token: hd query, hd gate
+    q->insert(q->end(), q_full.begin() + at, q_full.begin() + at + hd);
+    gate->insert(gate->end(), q_full.begin() + at + hd, q_full.begin() + at + 2 * hd);
+  }
+}
+
+void sigmoid_gate(std::vector<float>& att, const std::vector<float>& gate) {
+  for (size_t i = 0; i < att.size(); i++) att[i] = (float)(att[i] * sigmoid(gate[i]));
+}
+
+std::vector<float> causal_conv1d(const std::vector<float>& x, const std::vector<float>& w, uint32_t channels,
+                                 uint32_t kernel, std::vector<float>* state) {
+  const size_t T = x.size() / channels, past = kernel - 1;
+  state->resize(past * channels, 0.f);
+  std::vector<float> in(*state);  // [past + T][C]: the remembered inputs, then these
+  in.insert(in.end(), x.begin(), x.end());
+  std::vector<float> y(x.size());
+  for (size_t t = 0; t < T; t++)
+    for (uint32_t c = 0; c < channels; c++) {
+      double acc = 0;
+      for (uint32_t j = 0; j < kernel; j++) acc += (double)w[(size_t)c * kernel + j] * in[(t + j) * channels + c];
+      y[t * channels + c] = (float)silu(acc);
+    }
+  state->assign(in.end() - (long)(past * channels), in.end());
+  return y;
+}
+
+void deltanet_gates(const float* a, const float* b, const std::vector<float>& A, const std::vector<float>& dt_bias,
+                    uint32_t nv, float* g, float* beta) {
+  for (uint32_t h = 0; h < nv; h++) {
+    const double x = (double)a[h] + dt_bias[h];
+    const double softplus = x > 20 ? x : std::log1p(std::exp(x));  // torch's softplus threshold
+    g[h] = (float)(A[h] * softplus);
+    beta[h] = (float)sigmoid(b[h]);
+  }
+}
+
+void gated_delta_rule_step(const float* qkv, const float* g, const float* beta, float* state, float* out,
+                           const DeltaShape& s) {
+  // L2-normalised q (also / sqrt(dk)) and k of every key head.
+  std::vector<double> q(s.nk * s.dk), k(s.nk * s.dk);
+  for (uint32_t kh = 0; kh < s.nk; kh++)
+    for (int which = 0; which < 2; which++) {
+      const float* src = qkv + (which * s.nk + kh) * s.dk;
+      double ss = 0;
+      for (uint32_t i = 0; i < s.dk; i++) ss += (double)src[i] * src[i];
+      const double inv = 1.0 / std::sqrt(ss + 1e-6) / (which == 0 ? std::sqrt((double)s.dk) : 1.0);
+      for (uint32_t i = 0; i < s.dk; i++) (which == 0 ? q : k)[kh * s.dk + i] = src[i] * inv;
+    }
+  const float* v_all = qkv + 2 * s.nk * s.dk;
+  std::vector<double> kv(s.dv);
+  for (uint32_t h = 0; h < s.nv; h++) {
+    float* S = state + (size_t)h * s.dk * s.dv;  // S[i][j]: key dim i, value dim j
+    const double* qh = &q[s.key_head(h) * s.dk];
+    const double* kh = &k[s.key_head(h) * s.dk];
+    const float* v = v_all + h * s.dv;
+    const double decay = std::exp((double)g[h]);
+    std::fill(kv.begin(), kv.end(), 0.0);
+    for (uint32_t i = 0; i < s.dk; i++)
+      for (uint32_t j = 0; j < s.dv; j++) kv[j] += (S[i * s.dv + j] *= (float)decay) * kh[i];  // (S^T k) of the decayed S
+    for (uint32_t j = 0; j < s.dv; j++) kv[j] = (v[j] - kv[j]) * beta[h];                       // delta
+    for (uint32_t j = 0; j < s.dv; j++) {
+      double o = 0;
+      for (uint32_t i = 0; i < s.dk; i++) o += (S[i * s.dv + j] += (float)(kh[i] * kv[j])) * qh[i];
+      out[h * s.dv + j] = (float)o;
+    }
+  }
+}
+
+std::vector<float> gated_rmsnorm(const std::vector<float>& x, const std::vector<float>& z, const std::vector<float>& w,
+                                 uint32_t d, float eps) {
+  std::vector<float> y(x.size());
+  for (size_t t = 0; t < x.size() / d; t++) {
+    double ss = 0;
+    for (uint32_t i = 0; i < d; i++) ss += (double)x[t * d + i] * x[t * d + i];
+    const double inv = 1.0 / std::sqrt(ss / d + eps);
+    for (uint32_t i = 0; i < d; i++) y[t * d + i] = (float)(x[t * d + i] * inv * w[i] * silu(z[t * d + i]));
+  }
+  return y;
+}
+
 }  // namespace ztvm::ref
