@@ -24,6 +24,8 @@ TensorRole role_of(const std::string& name) {
   if (name == "token_embd.weight") return TensorRole::TokenEmbd;
   if (name == "output.weight") return TensorRole::Output;
   const std::pair<const char*, TensorRole> roles[] = {
+      {".ffn_gate_inp.", TensorRole::FfnGateInp}, {".ffn_gate_exps.", TensorRole::FfnGate},
+      {".ffn_up_exps.", TensorRole::FfnUp},       {".ffn_down_exps.", TensorRole::FfnDown},
       {".attn_qkv.", TensorRole::AttnQkv},
       {".attn_q.", TensorRole::AttnQ},        {".attn_k.", TensorRole::AttnK},      {".attn_v.", TensorRole::AttnV},
       {".attn_output.", TensorRole::AttnOutput}, {".ffn_gate.", TensorRole::FfnGate}, {".ffn_up.", TensorRole::FfnUp},
@@ -222,6 +224,87 @@ TEST(Synth, ShortVocabularyIsPaddedLongerIsRefused) {
 
   c.vocab_size = uint32_t(n - 1);
   EXPECT_THROW(synth_model(c, QuantMix::Q8_0, vocab.get(), dir.file("q.gguf")), ModelError);
+}
+
+// synth's tiny qwen3moe in every mixture: the experts come back stacked as llama.cpp lays them out,
+// with the rule's types (the router F32, the _exps tensors their dense role's), and the router is
+// random (not ones, rows distinct) so routing has something to choose by.
+TEST(Synth, TinyMoeLoadsWithItsExperts) {
+  TempDir dir;
+  const ModelConfig c = synth_shape("tiny-moe");
+  for (QuantMix mix : {QuantMix::Q4_0, QuantMix::Q4_K_M, QuantMix::Q8_0, QuantMix::F16, QuantMix::Q5_K_M,
+                       QuantMix::Q3_K_M, QuantMix::IQ4_XS}) {
+    SCOPED_TRACE(quant_mix_name(mix));
+    synth_model(c, mix, nullptr, dir.file("m.gguf"));
+    auto m = open_model(dir.file("m.gguf"));
+    const ModelConfig& got = m->config;
+    EXPECT_EQ(got.arch, Arch::Qwen3Moe);
+    EXPECT_EQ(got.num_experts, 4u);
+    EXPECT_EQ(got.num_experts_per_tok, 2u);
+    EXPECT_EQ(got.moe_intermediate_size, 256u);
+    EXPECT_TRUE(got.qk_norm);
+    for (uint32_t l = 0; l < got.num_hidden_layers; ++l) EXPECT_EQ(got.layer(l).ffn, Ffn::Moe) << l;
+    EXPECT_EQ(m->get("blk.1.ffn_gate_exps.weight").ne, (std::vector<uint64_t>{256, 256, 4}));
+    EXPECT_EQ(m->get("blk.1.ffn_down_exps.weight").ne, (std::vector<uint64_t>{256, 256, 4}));
+    EXPECT_EQ(m->get(expert_tensor(1, "ffn_up", 3)).ne, (std::vector<uint64_t>{256, 256}));
+    for (const TensorView& t : m->gguf->tensors()) {
+      if (t.ne.size() == 1) continue;
+      EXPECT_EQ(t.type, quant_mix_type(mix, role_of(t.name), layer_of(t.name), c.num_hidden_layers, false, t.cols(),
+                                       c.num_attention_heads / c.num_key_value_heads, c.num_experts)) << t.name;
+    }
+    const TensorView& router = m->get("blk.0.ffn_gate_inp.weight");
+    EXPECT_EQ(router.type, GgmlType::F32);
+    const std::vector<float> r = values(router);
+    EXPECT_NE(rows_of(r, 256, 0, 1), rows_of(r, 256, 1, 1));
+    double sq = 0;
+    for (float v : r) sq += double(v) * v;
+    EXPECT_NEAR(std::sqrt(sq / double(r.size())), 0.02, 0.003);
+  }
+}
+
+// Qwen3-30B-A3B's plan: llama.cpp's tensor list (3 + 12 a layer), the Q4_K_M rule on the stacked
+// experts (ffn_down_exps Q6_K in the 24 use_more_bits layers of 48), and its size.
+TEST(Synth, Qwen3_30B_A3BPlan) {
+  const ModelConfig c = synth_shape("qwen3-30b-a3b");
+  EXPECT_EQ(c.num_experts, 128u);
+  EXPECT_EQ(c.num_experts_per_tok, 8u);
+  EXPECT_EQ(c.moe_intermediate_size, 768u);
+  const std::vector<SynthTensor> plan = synth_plan(c, QuantMix::Q4_K_M);
+  EXPECT_EQ(plan.size(), 3u + 48u * 12u);
+  std::map<std::string, const SynthTensor*> by_name;
+  for (const SynthTensor& t : plan) by_name[t.name] = &t;
+  EXPECT_EQ(by_name.at("blk.0.ffn_gate_exps.weight")->ne, (std::vector<uint64_t>{2048, 768, 128}));
+  EXPECT_EQ(by_name.at("blk.0.ffn_down_exps.weight")->ne, (std::vector<uint64_t>{768, 2048, 128}));
+  EXPECT_EQ(by_name.at("blk.0.ffn_gate_inp.weight")->ne, (std::vector<uint64_t>{2048, 128}));
+  EXPECT_EQ(by_name.at("blk.0.ffn_gate_inp.weight")->type, GgmlType::F32);
+  EXPECT_EQ(by_name.at("blk.0.attn_k.weight")->type, GgmlType::Q4_K);  // 128 experts: not Mixtral's Q8_0
+  EXPECT_EQ(by_name.at("blk.20.ffn_up_exps.weight")->type, GgmlType::Q4_K);
+  EXPECT_EQ(by_name.at("output.weight")->type, GgmlType::Q6_K);
+  EXPECT_EQ(by_name.at("token_embd.weight")->type, GgmlType::Q4_K);
+  int q6_down = 0;
+  for (uint32_t l = 0; l < 48; ++l) q6_down += by_name.at(layer_tensor(l, "ffn_down_exps"))->type == GgmlType::Q6_K;
+  EXPECT_EQ(q6_down, 24);
+  const uint64_t bytes = synth_data_bytes(plan);
+  std::printf("  qwen3-30b-a3b Q4_K_M: %llu data bytes\n", (unsigned long long)bytes);
+  EXPECT_GT(bytes, 18'000'000'000ull);
+  EXPECT_LT(bytes, 19'000'000'000ull);
+}
+
+// llama-quantize's rules that depend on the experts: the router is never quantized, and a model of
+// exactly 8 experts (Mixtral) gets Q8_0 attn_v / attn_k and a Q5_K attn_output; 128 experts do not.
+TEST(Synth, ExpertRulesOfTheMixes) {
+  auto type = [](QuantMix mix, TensorRole role, uint32_t n_expert) {
+    return quant_mix_type(mix, role, 10, 32, false, 4096, 4, n_expert);
+  };
+  for (QuantMix mix : {QuantMix::Q4_0, QuantMix::Q4_K_M, QuantMix::Q8_0, QuantMix::F16, QuantMix::IQ4_XS})
+    EXPECT_EQ(type(mix, TensorRole::FfnGateInp, 128), GgmlType::F32) << quant_mix_name(mix);
+  EXPECT_EQ(type(QuantMix::Q4_K_M, TensorRole::AttnV, 8), GgmlType::Q8_0);
+  EXPECT_EQ(type(QuantMix::Q4_0, TensorRole::AttnK, 8), GgmlType::Q8_0);
+  EXPECT_EQ(type(QuantMix::Q3_K_M, TensorRole::AttnOutput, 8), GgmlType::Q5_K);
+  EXPECT_EQ(type(QuantMix::Q4_0, TensorRole::AttnOutput, 8), GgmlType::Q4_0);
+  EXPECT_EQ(type(QuantMix::Q4_K_M, TensorRole::AttnV, 128), GgmlType::Q4_K);  // layer 10 of 32: not more bits
+  EXPECT_EQ(type(QuantMix::Q4_K_M, TensorRole::AttnK, 128), GgmlType::Q4_K);
+  EXPECT_EQ(type(QuantMix::Q3_K_M, TensorRole::AttnOutput, 128), GgmlType::Q4_K);
 }
 
 TEST(Synth, UnknownNamesAreErrors) {

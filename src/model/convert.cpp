@@ -1,12 +1,13 @@
 // convert_model: each output tensor is a list of source views (one, or several concatenated by rows
-// for Phi-3's fused tensors), optionally with llama's Q/K row permutation, re-encoded row by row
-// while the file is written, so memory stays at one row per tensor.
+// for Phi-3's fused tensors and for a layer's experts stacked into one 3-D tensor), optionally with
+// llama's Q/K row permutation, re-encoded row by row while the file is written, in chunks of rows,
+// so memory stays at one chunk whatever the model's size.
 #include "model/convert.h"
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
-#include <optional>
+#include <functional>
 #include <thread>
 
 #include "model/gguf_meta.h"
@@ -23,6 +24,7 @@ struct OutTensor {
   std::vector<const TensorView*> parts;  // concatenated by rows, all with the same row length
   uint64_t permute_head_dim = 0;         // nonzero: apply llama_permuted_row within each part
   GgmlType type = GgmlType::F32;
+  std::vector<uint64_t> ne = {};         // the written shape; empty: {cols, all parts' rows}
 };
 
 uint64_t total_rows(const OutTensor& t) {
@@ -41,14 +43,15 @@ std::pair<const TensorView*, uint64_t> source_of(const OutTensor& t, uint64_t r)
   throw ModelError("convert: row out of range in " + t.name);
 }
 
-// Rows are independent, so large tensors are re-encoded on all cores (K-quant search is slow).
-void fill_matrix(const OutTensor& t, uint8_t* out) {
-  const uint64_t cols = t.parts[0]->cols(), n = total_rows(t);
+// Output rows [first, first + n) at out. Rows are independent, so large ranges are re-encoded on
+// all cores (K-quant search is slow).
+void fill_rows(const OutTensor& t, uint64_t first, uint64_t n, uint8_t* out) {
+  const uint64_t cols = t.parts[0]->cols();
   const uint64_t out_rb = row_bytes(t.type, cols);
   auto encode_rows = [&](uint64_t begin, uint64_t end) {
     std::vector<float> row(cols);
     for (uint64_t r = begin; r < end; ++r) {
-      auto [src, src_row] = source_of(t, r);
+      auto [src, src_row] = source_of(t, first + r);
       const uint64_t src_rb = row_bytes(src->type, cols);
       if (src->type == t.type) {  // rows move as bytes: exact, and quantized data is not re-rounded
         std::memcpy(out + r * out_rb, src->data + src_row * src_rb, out_rb);
@@ -103,8 +106,10 @@ size_t quantize_weights(ModelFile& m, GgmlType type,
   const GgmlType head_type = convert_head_type(type);
   // Float matrices, largest first, so that a fused tensor is re-encoded before the views inside it.
   std::vector<std::pair<const std::string*, TensorView*>> todo;
+  // A mixture-of-experts router stays float, as convert_model writes it (F32) and llama.cpp keeps it.
   for (auto& [name, v] : m.tensors)
-    if (v.ne.size() >= 2 && is_float(v.type)) todo.push_back({&name, &v});
+    if (v.ne.size() >= 2 && is_float(v.type) && name.find(".ffn_gate_inp.") == std::string::npos)
+      todo.push_back({&name, &v});
   std::stable_sort(todo.begin(), todo.end(), [](const auto& a, const auto& b) { return a.second->nbytes > b.second->nbytes; });
   struct Reencoded {
     const TensorView before;  // where its rows were, and how wide
@@ -132,7 +137,7 @@ size_t quantize_weights(ModelFile& m, GgmlType type,
     if (is_float(t)) continue;  // rows that no block of this type divides: kept as they are
     if (progress) progress(i, todo.size(), name, t);
     std::vector<uint8_t> bytes(row_bytes(t, cols) * v.rows());
-    fill_matrix(OutTensor{name, {&v}, 0, t}, bytes.data());
+    fill_rows(OutTensor{name, {&v}, 0, t}, 0, v.rows(), bytes.data());
     done.push_back({v, bytes.data(), t});
     m.requantized.push_back(std::move(bytes));  // moving a vector keeps its buffer where it is
     v.type = t;
@@ -206,12 +211,37 @@ uint32_t gguf_file_type(GgmlType type) { return convert_type_or_throw(type).file
 
 const char* convert_type_list() { return kConvertTypeList; }
 
-void convert_model(const ModelFile& in, const std::string& out_path, GgmlType type, const GgufFile* vocab_source,
-                   const ConvertOptions& options) {
-  convert_type_or_throw(type);  // before anything is written
+namespace {
+
+// The type a matrix is written as: (role, layer, row length) -> type.
+using TypeRule = std::function<GgmlType(TensorRole role, uint32_t layer, uint64_t cols)>;
+
+// The architectures written here; others (Qwen3.5's DeltaNet layers, shared experts) are refused by
+// name rather than failing on a tensor they do not have. And what llama.cpp's qwen3moe cannot say:
+// it has experts in every layer and always renormalises the top-k router weights (its GGUF has no
+// key for either), so a file that differs would run wrongly.
+void check_llama_cpp_can_run(const ModelFile& in) {
+  const ModelConfig& c = in.config;
+  if (c.arch != Arch::Llama && c.arch != Arch::Qwen2 && c.arch != Arch::Qwen3 && c.arch != Arch::Phi3 &&
+      c.arch != Arch::Qwen3Moe)
+    throw ModelError(in.path + ": convert writes llama, qwen2, qwen3, phi3 and qwen3moe, not " + c.arch_name);
+  if (c.arch != Arch::Qwen3Moe) return;
+  for (uint32_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.layer(l).ffn != Ffn::Moe)
+      throw ModelError(in.path + ": layer " + std::to_string(l) +
+                       " has a dense FFN, but llama.cpp's qwen3moe has experts in every layer (mlp_only_layers, "
+                       "decoder_sparse_step), so the GGUF would not load there");
+  if (!c.norm_topk_prob)
+    throw ModelError(in.path + ": norm_topk_prob is false, but llama.cpp's qwen3moe always renormalises the top-" +
+                     std::to_string(c.num_experts_per_tok) + " router weights (GGUF has no key for it)");
+}
+
+void write_model(const ModelFile& in, const std::string& out_path, uint32_t file_type, bool quantized,
+                 const TypeRule& rule, const GgufFile* vocab_source, const ConvertOptions& options) {
+  check_llama_cpp_can_run(in);  // before anything is written
   const ModelConfig& c = in.config;
   GgufWriter w;
-  write_config_metadata(w, c, gguf_file_type(type), block_elems(type) > 1, options.name.empty() ? c.name : options.name);
+  write_config_metadata(w, c, file_type, quantized, options.name.empty() ? c.name : options.name);
   // Tokenizer: every tokenizer.* key of the vocabulary source, which must match the embedding.
   copy_tokenizer_metadata(w, c, vocab_source ? vocab_source : in.gguf.get(), in.path);
   // RoPE factor tensors come from the config (HF sources have them only as config.json fields).
@@ -219,47 +249,64 @@ void convert_model(const ModelFile& in, const std::string& out_path, GgmlType ty
 
   // The list of output tensors, in llama.cpp's usual order.
   const bool permute = c.arch == Arch::Llama && c.rope_style == RopeStyle::Neox;  // HF llama -> GGUF llama
-  const GgmlType head_type = convert_head_type(type);
   std::vector<OutTensor> outs;
-  auto add = [&](const std::string& name, std::vector<const TensorView*> parts, uint64_t permute_hd = 0,
-                 std::optional<GgmlType> want = {}) {
-    OutTensor t{name, std::move(parts), permute_hd, GgmlType::F32};
-    if (t.parts[0]->ne.size() > 1) t.type = convert_matrix_type(want.value_or(type), t.parts[0]->cols());
-    outs.push_back(std::move(t));
+  auto vec = [&](const std::string& name, std::vector<const TensorView*> parts, uint64_t permute_hd = 0) {
+    outs.push_back(OutTensor{name, std::move(parts), permute_hd, GgmlType::F32});
   };
-  add("token_embd.weight", {&in.get("token_embd.weight")}, 0, c.tie_word_embeddings ? head_type : type);
+  auto mat = [&](const std::string& name, std::vector<const TensorView*> parts, TensorRole role, uint32_t layer,
+                 uint64_t permute_hd = 0, std::vector<uint64_t> ne = {}) {
+    const GgmlType t = rule(role, layer, parts[0]->cols());
+    outs.push_back(OutTensor{name, std::move(parts), permute_hd, t, std::move(ne)});
+  };
+  mat("token_embd.weight", {&in.get("token_embd.weight")}, TensorRole::TokenEmbd, 0);
   for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
     auto g = [&](const char* role, const char* suffix = "weight") { return &in.get(layer_tensor(l, role, suffix)); };
     const uint64_t hd = permute ? c.head_dim : 0;
-    add(layer_tensor(l, "attn_norm"), {g("attn_norm")});
+    vec(layer_tensor(l, "attn_norm"), {g("attn_norm")});
     if (c.arch == Arch::Phi3) {
-      add(layer_tensor(l, "attn_qkv"), {g("attn_q"), g("attn_k"), g("attn_v")});
+      mat(layer_tensor(l, "attn_qkv"), {g("attn_q"), g("attn_k"), g("attn_v")}, TensorRole::AttnQkv, l);
     } else {
-      add(layer_tensor(l, "attn_q"), {g("attn_q")}, hd);
-      add(layer_tensor(l, "attn_k"), {g("attn_k")}, hd);
-      add(layer_tensor(l, "attn_v"), {g("attn_v")});
+      mat(layer_tensor(l, "attn_q"), {g("attn_q")}, TensorRole::AttnQ, l, hd);
+      mat(layer_tensor(l, "attn_k"), {g("attn_k")}, TensorRole::AttnK, l, hd);
+      mat(layer_tensor(l, "attn_v"), {g("attn_v")}, TensorRole::AttnV, l);
     }
     if (c.attn_bias) {
-      add(layer_tensor(l, "attn_q", "bias"), {g("attn_q", "bias")}, hd);
-      add(layer_tensor(l, "attn_k", "bias"), {g("attn_k", "bias")}, hd);
-      add(layer_tensor(l, "attn_v", "bias"), {g("attn_v", "bias")});
+      vec(layer_tensor(l, "attn_q", "bias"), {g("attn_q", "bias")}, hd);
+      vec(layer_tensor(l, "attn_k", "bias"), {g("attn_k", "bias")}, hd);
+      vec(layer_tensor(l, "attn_v", "bias"), {g("attn_v", "bias")});
     }
     if (c.qk_norm) {
-      add(layer_tensor(l, "attn_q_norm"), {g("attn_q_norm")});
-      add(layer_tensor(l, "attn_k_norm"), {g("attn_k_norm")});
+      vec(layer_tensor(l, "attn_q_norm"), {g("attn_q_norm")});
+      vec(layer_tensor(l, "attn_k_norm"), {g("attn_k_norm")});
     }
-    add(layer_tensor(l, "attn_output"), {g("attn_output")});
-    add(layer_tensor(l, "ffn_norm"), {g("ffn_norm")});
+    mat(layer_tensor(l, "attn_output"), {g("attn_output")}, TensorRole::AttnOutput, l);
+    vec(layer_tensor(l, "ffn_norm"), {g("ffn_norm")});
+    if (c.layer(l).ffn == Ffn::Moe) {
+      // The router, then each role's experts stacked into one tensor: GGUF ne [cols, rows, experts],
+      // expert e's rows after expert e-1's, as llama.cpp's converter torch.stack()s them.
+      mat(layer_tensor(l, "ffn_gate_inp"), {g("ffn_gate_inp")}, TensorRole::FfnGateInp, l);
+      const uint64_t d = c.hidden_size, ff = c.moe_intermediate_size, E = c.num_experts;
+      auto experts = [&](const char* role, TensorRole r, uint64_t cols, uint64_t rows) {
+        std::vector<const TensorView*> parts;
+        for (uint32_t e = 0; e < E; ++e) parts.push_back(&in.get(expert_tensor(l, role, e)));
+        mat(layer_tensor(l, (std::string(role) + "_exps").c_str()), std::move(parts), r, l, 0, {cols, rows, E});
+      };
+      experts("ffn_gate", TensorRole::FfnGate, d, ff);
+      experts("ffn_up", TensorRole::FfnUp, d, ff);
+      experts("ffn_down", TensorRole::FfnDown, ff, d);
+      continue;
+    }
     if (c.arch == Arch::Phi3) {
-      add(layer_tensor(l, "ffn_up"), {g("ffn_gate"), g("ffn_up")});  // llama.cpp's phi3: gate rows, then up
+      // llama.cpp's phi3: gate rows, then up
+      mat(layer_tensor(l, "ffn_up"), {g("ffn_gate"), g("ffn_up")}, TensorRole::FfnUp, l);
     } else {
-      add(layer_tensor(l, "ffn_gate"), {g("ffn_gate")});
-      add(layer_tensor(l, "ffn_up"), {g("ffn_up")});
+      mat(layer_tensor(l, "ffn_gate"), {g("ffn_gate")}, TensorRole::FfnGate, l);
+      mat(layer_tensor(l, "ffn_up"), {g("ffn_up")}, TensorRole::FfnUp, l);
     }
-    add(layer_tensor(l, "ffn_down"), {g("ffn_down")});
+    mat(layer_tensor(l, "ffn_down"), {g("ffn_down")}, TensorRole::FfnDown, l);
   }
-  add("output_norm.weight", {&in.get("output_norm.weight")});
-  if (!c.tie_word_embeddings) add("output.weight", {&in.get("output.weight")}, 0, head_type);
+  vec("output_norm.weight", {&in.get("output_norm.weight")});
+  if (!c.tie_word_embeddings) mat("output.weight", {&in.get("output.weight")}, TensorRole::Output, 0);
 
   // The rows of Q/K heads: Q has num_attention_heads heads, K num_key_value_heads, both head_dim
   // rows each, so permuting within head_dim-sized groups is the same for both.
@@ -273,13 +320,39 @@ void convert_model(const ModelFile& in, const std::string& out_path, GgmlType ty
       const uint64_t n = values.size();
       w.add_tensor_f32(t.name, GgmlType::F32, {n}, std::move(values));
     } else {
-      w.add_tensor(t.name, t.type, {first.cols(), total_rows(t)}, [t](uint8_t* out, uint64_t) { fill_matrix(t, out); });
+      const std::vector<uint64_t> ne = t.ne.empty() ? std::vector<uint64_t>{first.cols(), total_rows(t)} : t.ne;
+      w.add_tensor_rows(t.name, t.type, ne, [t](uint8_t* out, uint64_t r, uint64_t n) { fill_rows(t, r, n, out); });
     }
   }
   GgufWriter::ProgressFn progress;
   if (options.progress)
     progress = [&](size_t i, size_t n, const std::string& name) { options.progress(i, n, name, written_types[i]); };
   w.write(out_path, progress);
+}
+
+}  // namespace
+
+void convert_model(const ModelFile& in, const std::string& out_path, GgmlType type, const GgufFile* vocab_source,
+                   const ConvertOptions& options) {
+  convert_type_or_throw(type);  // before anything is written
+  const GgmlType head_type = convert_head_type(type);
+  const bool tied = in.config.tie_word_embeddings;
+  const TypeRule rule = [&](TensorRole role, uint32_t, uint64_t cols) {
+    if (role == TensorRole::FfnGateInp) return GgmlType::F32;  // llama.cpp's converter forces the router to F32
+    const bool head = role == TensorRole::Output || (tied && role == TensorRole::TokenEmbd);
+    return convert_matrix_type(head ? head_type : type, cols);
+  };
+  write_model(in, out_path, gguf_file_type(type), block_elems(type) > 1, rule, vocab_source, options);
+}
+
+void convert_model(const ModelFile& in, const std::string& out_path, QuantMix mix, const GgufFile* vocab_source,
+                   const ConvertOptions& options) {
+  const ModelConfig& c = in.config;
+  const uint32_t gqa = c.num_attention_heads / std::max(1u, c.num_key_value_heads);
+  const TypeRule rule = [&](TensorRole role, uint32_t layer, uint64_t cols) {
+    return quant_mix_type(mix, role, layer, c.num_hidden_layers, c.tie_word_embeddings, cols, gqa, c.num_experts);
+  };
+  write_model(in, out_path, quant_mix_file_type(mix), mix != QuantMix::F16, rule, vocab_source, options);
 }
 
 }  // namespace ztvm

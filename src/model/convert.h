@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/model_file.h"
+#include "model/quant_mix.h"
 
 namespace ztvm {
 
@@ -23,7 +24,16 @@ struct ConvertOptions {
 // the LM head (output.weight, or token_embd when tied) is stored as Q6_K, as llama-quantize does.
 // Tokenizer metadata (every tokenizer.* key) comes from vocab_source when given, else from `in`
 // itself when it is a GGUF; without either the file is marked tokenizer.ggml.model = "no_vocab".
+// A mixture-of-experts model (qwen3moe) is written as llama.cpp's converter writes it: the router
+// blk.N.ffn_gate_inp.weight ([hidden, experts]) F32 whatever `type`, and each role's experts stacked
+// into one tensor, blk.N.ffn_{gate,up}_exps.weight ne [hidden, ff, experts] and ffn_down_exps
+// [ff, hidden, experts]. It throws ModelError, before writing, for what llama.cpp's qwen3moe cannot
+// express: a dense layer, or norm_topk_prob false.
 void convert_model(const ModelFile& in, const std::string& out_path, GgmlType type, const GgufFile* vocab_source,
+                   const ConvertOptions& options = {});
+// The same with a llama-quantize mixture's per-tensor types (quant_mix_type: "Q4_K_M" etc., as
+// llama-quantize makes them from an F16 file; `_exps` tensors follow their dense role's rules).
+void convert_model(const ModelFile& in, const std::string& out_path, QuantMix mix, const GgufFile* vocab_source,
                    const ConvertOptions& options = {});
 
 // Quantize on load: every float matrix of `m` (F32, F16, BF16) re-encoded in memory as `type`, with

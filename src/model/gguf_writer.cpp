@@ -117,6 +117,14 @@ void GgufWriter::remove(const std::string& key) {
 }
 
 void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<uint64_t> ne, FillFn fill) {
+  add(name, type, std::move(ne), std::move(fill), {});
+}
+
+void GgufWriter::add_tensor_rows(const std::string& name, GgmlType type, std::vector<uint64_t> ne, RowsFn fill) {
+  add(name, type, std::move(ne), {}, std::move(fill));
+}
+
+void GgufWriter::add(const std::string& name, GgmlType type, std::vector<uint64_t> ne, FillFn fill, RowsFn fill_rows) {
   if (name.empty() || name.size() > kMaxTensorName)
     throw ModelError("tensor name '" + name + "': expected 1.." + std::to_string(kMaxTensorName) + " bytes, got " +
                      std::to_string(name.size()));
@@ -132,7 +140,7 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
     throw ModelError("tensor '" + name + "': " + e.what());
   }
   tensor_index_[name] = tensors_.size();
-  tensors_.push_back(Tensor{name, type, std::move(ne), nbytes, std::move(fill)});
+  tensors_.push_back(Tensor{name, type, std::move(ne), nbytes, std::move(fill), std::move(fill_rows)});
 }
 
 void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<uint64_t> ne, std::vector<uint8_t> bytes) {
@@ -185,9 +193,20 @@ void GgufWriter::write(const std::string& path, const ProgressFn& progress) cons
     for (size_t i = 0; i < tensors_.size(); ++i) {
       const Tensor& t = tensors_[i];
       if (progress) progress(i, tensors_.size(), t.name);
-      buf.assign(t.nbytes, 0);
-      t.fill(buf.data(), t.nbytes);
-      out.bytes(buf.data(), t.nbytes);
+      if (t.fill_rows) {
+        const uint64_t rb = row_bytes(t.type, t.ne[0]), rows = t.nbytes / rb;
+        const uint64_t chunk = std::clamp<uint64_t>(kChunkBytes / rb, 1, std::max<uint64_t>(rows, 1));
+        buf.assign(chunk * rb, 0);
+        for (uint64_t r = 0; r < rows; r += chunk) {
+          const uint64_t n = std::min(chunk, rows - r);
+          t.fill_rows(buf.data(), r, n);
+          out.bytes(buf.data(), n * rb);
+        }
+      } else {
+        buf.assign(t.nbytes, 0);
+        t.fill(buf.data(), t.nbytes);
+        out.bytes(buf.data(), t.nbytes);
+      }
       out.pad(alignment_);
     }
     out.close();

@@ -61,7 +61,9 @@ bool use_more_bits(int layer, int n_layers) {
 }
 
 GgmlType quant_mix_type(QuantMix mix, TensorRole role, uint32_t layer, uint32_t n_layers, bool tied, uint64_t cols,
-                        uint32_t n_gqa) {
+                        uint32_t n_gqa, uint32_t n_expert) {
+  // The router is small and decides which experts run: llama-quantize copies it as converted (F32).
+  if (role == TensorRole::FfnGateInp) return GgmlType::F32;
   if (mix == QuantMix::F16) return fit_rows(GgmlType::F16, cols);
   if (mix == QuantMix::Q8_0) return fit_rows(GgmlType::Q8_0, cols);
   // The LM head decides next-token quality, so llama.cpp spends 6.5 bits on it (and on the
@@ -69,6 +71,11 @@ GgmlType quant_mix_type(QuantMix mix, TensorRole role, uint32_t layer, uint32_t 
   if (role == TensorRole::Output || (tied && role == TensorRole::TokenEmbd)) return fit_rows(GgmlType::Q6_K, cols);
   const bool v = role == TensorRole::AttnV || role == TensorRole::AttnQkv;  // llama.cpp's attn_v category
   const int l = int(layer), n = int(n_layers);
+  // Mixtral's 8 experts share one attention, so llama.cpp spends bits there (~128 MB on 8x7B).
+  if (n_expert == 8 && (v || role == TensorRole::AttnK)) return fit_rows(GgmlType::Q8_0, cols);
+  if (n_expert == 8 && role == TensorRole::AttnOutput &&
+      (mix == QuantMix::Q3_K_M || mix == QuantMix::Q4_K_M || mix == QuantMix::IQ4_XS))
+    return fit_rows(GgmlType::Q5_K, cols);
   switch (mix) {
     case QuantMix::Q4_0: return fit_rows(GgmlType::Q4_0, cols);
     case QuantMix::Q4_K_M:

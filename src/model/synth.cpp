@@ -111,8 +111,9 @@ uint64_t name_hash(const std::string& s) {  // FNV-1a: a per-tensor stream indep
   return h;
 }
 
-// Rows of one tensor on `threads` threads; each row's stream depends only on (seed, row).
-void fill_parallel(GgmlType t, uint64_t cols, uint64_t rows, uint64_t seed, uint8_t* out, unsigned threads) {
+// Rows [first, first + rows) of one tensor on `threads` threads; each row's stream depends only on
+// (seed, row).
+void fill_parallel(GgmlType t, uint64_t cols, uint64_t first, uint64_t rows, uint64_t seed, uint8_t* out, unsigned threads) {
   const uint64_t rb = row_bytes(t, cols);
   const uint64_t n_threads = std::clamp<uint64_t>(rows * cols / (1 << 18), 1, threads);
   std::vector<std::thread> pool;
@@ -121,7 +122,7 @@ void fill_parallel(GgmlType t, uint64_t cols, uint64_t rows, uint64_t seed, uint
     const uint64_t begin = rows * k / n_threads, end = rows * (k + 1) / n_threads;
     auto work = [&, k, begin, end] {
       try {
-        fill_random_rows(t, cols, begin, end - begin, seed, out + begin * rb);
+        fill_random_rows(t, cols, first + begin, end - begin, seed, out + begin * rb);
       } catch (...) {
         errors[k] = std::current_exception();
       }
@@ -144,13 +145,18 @@ void fill_random_rows(GgmlType t, uint64_t cols, uint64_t first_row, uint64_t n_
   }
 }
 
-const char* synth_shape_names() { return "llama-3.2-1b, qwen3-4b, phi-3-mini"; }
+const char* synth_shape_names() { return "llama-3.2-1b, qwen3-4b, phi-3-mini, qwen3-30b-a3b"; }
 
 ModelConfig synth_shape(const std::string& name) {
   ModelConfig c;
   auto dims = [&](uint32_t vocab, uint32_t d, uint32_t ff, uint32_t layers, uint32_t heads, uint32_t kv, uint32_t hd) {
     c.vocab_size = vocab, c.hidden_size = d, c.intermediate_size = ff, c.num_hidden_layers = layers;
     c.num_attention_heads = heads, c.num_key_value_heads = kv, c.head_dim = hd, c.rotary_dim = hd;
+  };
+  // Experts in every layer (decoder_sparse_step 1, no mlp_only_layers), top-k renormalised.
+  auto experts = [&](uint32_t n, uint32_t per_token, uint32_t ff) {
+    c.num_experts = n, c.num_experts_per_tok = per_token, c.moe_intermediate_size = ff, c.norm_topk_prob = true;
+    c.layer_kinds.assign(c.num_hidden_layers, LayerKind{Mixer::Attention, Ffn::Moe});
   };
   if (name == "llama-3.2-1b") {  // meta-llama/Llama-3.2-1B config.json
     c.arch = Arch::Llama, c.arch_name = "llama", c.name = "Llama-3.2-1B";
@@ -168,6 +174,17 @@ ModelConfig synth_shape(const std::string& name) {
     dims(32064, 3072, 8192, 32, 32, 32, 96);
     c.rope_theta = 10000.f, c.rms_norm_eps = 1e-5f, c.max_position_embeddings = 4096;
     c.bos_token_id = 1, c.eos_token_ids = {32000};
+  } else if (name == "qwen3-30b-a3b") {  // Qwen/Qwen3-30B-A3B config.json
+    c.arch = Arch::Qwen3Moe, c.arch_name = "qwen3moe", c.name = "Qwen3-30B-A3B";
+    dims(151936, 2048, 6144, 48, 32, 4, 128);
+    experts(128, 8, 768);
+    c.rope_theta = 1000000.f, c.rms_norm_eps = 1e-6f, c.max_position_embeddings = 40960;
+    c.tie_word_embeddings = false, c.qk_norm = true, c.bos_token_id = 151643, c.eos_token_ids = {151645};
+  } else if (name == "tiny-moe") {  // for tests: a 2-layer qwen3moe, 4 experts of 256 rows, 2 a token
+    c.arch = Arch::Qwen3Moe, c.arch_name = "qwen3moe", c.name = "tiny-moe";
+    dims(0, 256, 512, 2, 8, 4, 32);
+    experts(4, 2, 256);
+    c.rope_theta = 1000000.f, c.rms_norm_eps = 1e-6f, c.qk_norm = true;
   } else if (name == "tiny") {  // for tests: every dimension a multiple of 256 where K-quants need it
     c.arch = Arch::Llama, c.arch_name = "llama", c.name = "tiny";
     dims(0, 256, 512, 2, 8, 4, 32);
@@ -185,10 +202,13 @@ std::vector<SynthTensor> synth_plan(const ModelConfig& c, QuantMix mix) {
   const uint64_t q = uint64_t(c.num_attention_heads) * c.head_dim, kv = uint64_t(c.num_key_value_heads) * c.head_dim;
   const bool fused = c.arch == Arch::Phi3;
   std::vector<SynthTensor> plan;
-  auto matrix = [&](std::string name, TensorRole role, uint32_t layer, uint64_t cols, uint64_t rows) {
+  // experts > 0: that many [cols, rows] matrices stacked into one 3-D tensor (a layer's ffn_*_exps).
+  auto matrix = [&](std::string name, TensorRole role, uint32_t layer, uint64_t cols, uint64_t rows, uint64_t experts = 0) {
     const uint32_t gqa = c.num_attention_heads / std::max(1u, c.num_key_value_heads);
-    plan.push_back({std::move(name), quant_mix_type(mix, role, layer, uint32_t(nl), c.tie_word_embeddings, cols, gqa),
-                    {cols, rows}});
+    const GgmlType t = quant_mix_type(mix, role, layer, uint32_t(nl), c.tie_word_embeddings, cols, gqa, c.num_experts);
+    std::vector<uint64_t> ne = {cols, rows};
+    if (experts) ne.push_back(experts);
+    plan.push_back({std::move(name), t, std::move(ne)});
   };
   auto norm = [&](std::string name, uint64_t n) { plan.push_back({std::move(name), GgmlType::F32, {n}, true}); };
 
@@ -208,6 +228,14 @@ std::vector<SynthTensor> synth_plan(const ModelConfig& c, QuantMix mix) {
     }
     matrix(layer_tensor(l, "attn_output"), TensorRole::AttnOutput, l, q, d);
     norm(layer_tensor(l, "ffn_norm"), d);
+    if (c.layer(l).ffn == Ffn::Moe) {  // llama.cpp's qwen3moe: the router (F32), then the stacked experts
+      const uint64_t fe = c.moe_intermediate_size, E = c.num_experts;
+      matrix(layer_tensor(l, "ffn_gate_inp"), TensorRole::FfnGateInp, l, d, E);
+      matrix(layer_tensor(l, "ffn_gate_exps"), TensorRole::FfnGate, l, d, fe, E);
+      matrix(layer_tensor(l, "ffn_up_exps"), TensorRole::FfnUp, l, d, fe, E);
+      matrix(layer_tensor(l, "ffn_down_exps"), TensorRole::FfnDown, l, fe, d, E);
+      continue;
+    }
     if (fused) {
       matrix(layer_tensor(l, "ffn_up"), TensorRole::FfnUp, l, d, 2 * ff);  // llama.cpp's phi3: gate rows, then up
     } else {
@@ -223,7 +251,7 @@ std::vector<SynthTensor> synth_plan(const ModelConfig& c, QuantMix mix) {
 
 uint64_t synth_data_bytes(const std::vector<SynthTensor>& plan) {
   uint64_t total = 0;
-  for (const SynthTensor& t : plan) total += row_bytes(t.type, t.ne[0]) * (t.ne.size() > 1 ? t.ne[1] : 1);
+  for (const SynthTensor& t : plan) total += row_bytes(t.type, t.ne[0]) * tensor_rows(t);
   return total;
 }
 
@@ -248,9 +276,10 @@ void synth_model(ModelConfig c, QuantMix mix, const GgufFile* vocab, const std::
       w.add_tensor_f32(t.name, GgmlType::F32, t.ne, std::vector<float>(t.ne[0], 1.f));
       continue;
     }
+    // In row ranges: a row's bytes depend only on (seed, row), so chunking changes nothing.
     const uint64_t seed = Rng{options.seed ^ name_hash(t.name)}.next();
-    w.add_tensor(t.name, t.type, t.ne, [t, seed, threads](uint8_t* out, uint64_t) {
-      fill_parallel(t.type, t.ne[0], t.ne[1], seed, out, threads);
+    w.add_tensor_rows(t.name, t.type, t.ne, [t, seed, threads](uint8_t* out, uint64_t first, uint64_t n) {
+      fill_parallel(t.type, t.ne[0], first, n, seed, out, threads);
     });
   }
   GgufWriter::ProgressFn progress;

@@ -19,21 +19,31 @@
 namespace ztvm {
 
 // The named shapes, from the real models' config.json: "llama-3.2-1b", "qwen3-4b", "phi-3-mini"
-// (Phi-3-mini-4k), and "tiny" (a 2-layer llama for tests; vocab_size 0: taken from the vocabulary).
-// Throws ModelError listing the names for an unknown one.
+// (Phi-3-mini-4k), "qwen3-30b-a3b" (qwen3moe: 128 experts of 768 rows, 8 a token, in all 48
+// layers), and for tests "tiny" (a 2-layer llama) and "tiny-moe" (a 2-layer qwen3moe, 4 experts);
+// the tiny ones have vocab_size 0: taken from the vocabulary. Throws ModelError listing the names
+// for an unknown one.
 ModelConfig synth_shape(const std::string& name);
-const char* synth_shape_names();  // "llama-3.2-1b, qwen3-4b, phi-3-mini" (tiny is not advertised)
+const char* synth_shape_names();  // "llama-3.2-1b, qwen3-4b, phi-3-mini, qwen3-30b-a3b" (tiny ones not advertised)
 
 // One tensor of the file, in write order (RoPE factor tensors excluded: they come from the config).
 struct SynthTensor {
   std::string name;
   GgmlType type = GgmlType::F32;
-  std::vector<uint64_t> ne;  // ggml order: {cols, rows} or {n}
+  std::vector<uint64_t> ne;  // ggml order: {cols, rows}, {cols, rows, experts} or {n}
   bool ones = false;         // 1-D norm weight: all 1.0 (random norms would only rescale)
 };
+// Rows of a tensor as ggml lays them out: the product of ne[1..] (1 for a vector).
+inline uint64_t tensor_rows(const SynthTensor& t) {
+  uint64_t r = 1;
+  for (size_t i = 1; i < t.ne.size(); ++i) r *= t.ne[i];
+  return r;
+}
 
 // The tensors llama.cpp's converter + llama-quantize would write for this config and mixture:
-// llama.cpp names, Phi-3's fused attn_qkv and ffn_up (gate rows first), no output.weight when tied.
+// llama.cpp names, Phi-3's fused attn_qkv and ffn_up (gate rows first), no output.weight when tied;
+// a mixture-of-experts layer's random F32 router (ffn_gate_inp, so routing picks distinct experts
+// per token) and its three stacked ffn_{gate,up,down}_exps.
 std::vector<SynthTensor> synth_plan(const ModelConfig& c, QuantMix mix);
 // Sum of the tensors' data bytes (without the file's alignment padding).
 uint64_t synth_data_bytes(const std::vector<SynthTensor>& plan);
