@@ -113,6 +113,10 @@ void GraphBuilder::lower(size_t i) {
         else if constexpr (std::is_same_v<T, MoeRouteArgs>) lower_moe_route(a);
         else if constexpr (std::is_same_v<T, MoeMatmulArgs>) lower_moe_matmul(a);
         else if constexpr (std::is_same_v<T, MoeCombineArgs>) lower_moe_combine(a);
+        else if constexpr (std::is_same_v<T, DeltaConvArgs>) lower_deltanet_conv(a);
+        else if constexpr (std::is_same_v<T, DeltaScanArgs>) lower_deltanet_scan(a);
+        else if constexpr (std::is_same_v<T, GatedNormArgs>) lower_gated_rmsnorm(a);
+        else if constexpr (std::is_same_v<T, SigmoidGateArgs>) lower_sigmoid_gate(a);
         else lower_pick(a);
       },
       nodes_[i].args);

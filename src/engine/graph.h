@@ -173,6 +173,33 @@ class GraphBuilder {
     return (2ull * experts + 2 + (uint64_t)k * max_tokens) * 4;
   }
   GraphBuilder& moe_combine(const gpu::Buffer& y, const gpu::Buffer& ys, const gpu::Buffer& wts, uint32_t d, uint32_t k);
+  // Gated DeltaNet (Qwen3.5, graph_deltanet.cpp): nk key heads of dk (q and k), nv value heads of dv;
+  // value head h reads key head h % nk when tiled (llama.cpp's order), else h / (nv / nk) (HF's);
+  // conv_kernel taps. The state buffers belong to the layer and carry over between passes; a pass at
+  // pos0 == 0 starts from empty ones (the kernels ignore what they hold).
+  struct DeltaShape {
+    uint32_t nk, dk, nv, dv, conv_kernel;
+    bool tiled;
+    uint32_t channels() const { return 2 * nk * dk + nv * dv; }  // the conv's q | k | v
+  };
+  static uint64_t deltanet_conv_state_bytes(const DeltaShape& s) { return 4ull * (s.conv_kernel - 1) * s.channels(); }
+  static uint64_t deltanet_scan_state_bytes(const DeltaShape& s) { return 4ull * s.nv * s.dk * s.dv; }
+  // y [token][C] = silu(causal depthwise conv1d of qkv [token][C]) with taps w ([C][conv_kernel] f32,
+  // ssm_conv1d); state [conv_kernel - 1][C] holds the inputs before the pass and is left holding its last.
+  GraphBuilder& deltanet_conv(const gpu::Buffer& y, const gpu::Buffer& state, const gpu::Buffer& qkv,
+                              const gpu::Buffer& w, const DeltaShape& s);
+  // The gated delta rule over the pass's tokens in order: o [token][nv dv] from the conv's output x,
+  // a and b ([token][nv]: ssm_alpha x, ssm_beta x), A (ssm_a) and dt_bias ([nv]); state [nv][dk][dv].
+  GraphBuilder& deltanet_scan(const gpu::Buffer& o, const gpu::Buffer& state, const gpu::Buffer& x, const gpu::Buffer& a,
+                              const gpu::Buffer& b, const gpu::Buffer& A, const gpu::Buffer& dt_bias, const DeltaShape& s);
+  // y = rmsnorm(x) * w * silu(z) per head of d values, heads a token (w [d] shared by the heads).
+  GraphBuilder& gated_rmsnorm(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& z, const gpu::Buffer& w,
+                              uint32_t d, uint32_t heads, float eps);
+  // Gated attention's output gate, in place: att [token][nh][hd] *= sigmoid(gate), element (t, h, d)
+  // read at gate[t * stride + offset + h * head_stride + d] (attn_q's interleaved rows: stride
+  // 2 nh hd, offset hd, head_stride 2 hd).
+  GraphBuilder& sigmoid_gate(const gpu::Buffer& att, const gpu::Buffer& gate, uint32_t nh, uint32_t hd, uint32_t stride,
+                             uint32_t offset, uint32_t head_stride);
   // Plans the fusions over the listed ops and makes them into the graph; the graph replays nothing
   // before (Graph::encode throws). The builder takes no more ops after it.
   void finish();
@@ -195,8 +222,13 @@ class GraphBuilder {
   struct MoeRouteArgs { const gpu::Buffer *ids, *wts, *plan, *logits; uint32_t experts, k; bool norm_topk; };
   struct MoeMatmulArgs { const gpu::Buffer *y, *x, *ids, *plan; const Experts* e; bool gate_up; uint32_t k; };
   struct MoeCombineArgs { const gpu::Buffer *y, *ys, *wts; uint32_t d, k; };
+  struct DeltaConvArgs { const gpu::Buffer *y, *state, *x, *w; DeltaShape s; };
+  struct DeltaScanArgs { const gpu::Buffer *y, *state, *x, *a, *b, *A, *dt_bias; DeltaShape s; };
+  struct GatedNormArgs { const gpu::Buffer *y, *x, *z, *w; uint32_t d, heads; float eps; };
+  struct SigmoidGateArgs { const gpu::Buffer *y, *gate; uint32_t nh, hd, stride, offset, head_stride; };  // y: att
   using Args = std::variant<EmbedArgs, NormArgs, MatmulArgs, RopeArgs, AttnArgs, CombineArgs, CopyArgs, PickArgs,
-                            MoeRouteArgs, MoeMatmulArgs, MoeCombineArgs>;
+                            MoeRouteArgs, MoeMatmulArgs, MoeCombineArgs, DeltaConvArgs, DeltaScanArgs, GatedNormArgs,
+                            SigmoidGateArgs>;
   struct Node {
     Args args;
     const gpu::Buffer* step;
@@ -264,6 +296,10 @@ class GraphBuilder {
   void lower_moe_route(const MoeRouteArgs& a);
   void lower_moe_matmul(const MoeMatmulArgs& a);
   void lower_moe_combine(const MoeCombineArgs& a);
+  void lower_deltanet_conv(const DeltaConvArgs& a);
+  void lower_deltanet_scan(const DeltaScanArgs& a);
+  void lower_gated_rmsnorm(const GatedNormArgs& a);
+  void lower_sigmoid_gate(const SigmoidGateArgs& a);
   // The long passes' h fusion of a gated GEMM (node g) and the matmul on h just made.
   void lower_gated_h(size_t g, const MatmulArgs& down, size_t quantize_op);
   // The gated int8 GEMM's h_out_q8 key and bindings, kept from its lowering for lower_gated_h.
