@@ -23,7 +23,7 @@ const MAX_DK = 512u;
 
 @group(0) @binding(0) var<storage, read_write> o: array<f32>;      // [token][NV][DV]
 @group(0) @binding(1) var<storage, read_write> state: array<f32>;  // [NV][DK][DV]
-@group(0) @binding(2) var<storage, read> x: array<f32>;            // [token][q NK DK | k NK DK | v NV DV], the conv's output
+@group(0) @binding(2) var<storage, read> x: array<f32>;            // the conv's [token][q NK DK | k NK DK | v NV DV]
 @group(0) @binding(3) var<storage, read> a: array<f32>;            // [token][NV], ssm_alpha x
 @group(0) @binding(4) var<storage, read> b: array<f32>;            // [token][NV], ssm_beta x
 @group(0) @binding(5) var<storage, read> A: array<f32>;            // [NV], ssm_a = -exp(A_log)

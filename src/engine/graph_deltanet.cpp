@@ -34,8 +34,9 @@ GraphBuilder& GraphBuilder::deltanet_scan(const gpu::Buffer& o, const gpu::Buffe
   const uint32_t cols = scan_cols(s.dk);
   if (s.nk == 0 || s.nv % s.nk != 0 || s.dk % 32 != 0 || s.dk > 512 || kWg % (s.dk / 32) != 0 || s.dv % cols != 0)
     throw ModelError("DeltaNet heads of " + std::to_string(s.dk) + " x " + std::to_string(s.dv) + " (" +
-                     std::to_string(s.nk) + " key, " + std::to_string(s.nv) + " value): the scan takes key heads of 32, 64, "
-                     "128, 256 or 512, value heads a multiple of " + std::to_string(cols) + " and nv a multiple of nk");
+                     std::to_string(s.nk) + " key, " + std::to_string(s.nv) +
+                     " value): the scan takes key heads of 32, 64, 128, 256 or 512, value heads a multiple of " +
+                     std::to_string(cols) + " and nv a multiple of nk");
   if (state.size() < deltanet_scan_state_bytes(s)) throw std::invalid_argument("deltanet_scan: state buffer too small");
   return list(DeltaScanArgs{&o, &state, &x, &a, &b, &A, &dt_bias, s});
 }
@@ -70,7 +71,8 @@ void GraphBuilder::lower_deltanet_scan(const DeltaScanArgs& a) {
   const DeltaShape& s = a.s;
   const uint32_t cols = scan_cols(s.dk);
   const gpu::KernelKey key{"deltanet_scan", {},
-                           {{"NK", s.nk}, {"DK", s.dk}, {"NV", s.nv}, {"DV", s.dv}, {"TILED", s.tiled ? 1 : 0}, {"COLS", cols}}};
+                           {{"NK", s.nk}, {"DK", s.dk}, {"NV", s.nv}, {"DV", s.dv}, {"TILED", s.tiled ? 1 : 0},
+                            {"COLS", cols}}};
   add<FixedOp>(key, {*a.y, *a.state, *a.x, *a.a, *a.b, *a.A, *a.dt_bias, *step_}).groups = s.nv * (s.dv / cols);
 }
 
@@ -81,7 +83,8 @@ void GraphBuilder::lower_gated_rmsnorm(const GatedNormArgs& a) {
 
 void GraphBuilder::lower_sigmoid_gate(const SigmoidGateArgs& a) {
   const gpu::KernelKey key{"sigmoid_gate", {},
-                           {{"NH", a.nh}, {"HD", a.hd}, {"STRIDE", a.stride}, {"OFFSET", a.offset}, {"HEAD_STRIDE", a.head_stride}}};
+                           {{"NH", a.nh}, {"HD", a.hd}, {"STRIDE", a.stride}, {"OFFSET", a.offset},
+                            {"HEAD_STRIDE", a.head_stride}}};
   add<RowOp>(key, {*a.y, *a.gate, *step_}).a = (a.nh * a.hd + kWg - 1) / kWg;
 }
 
