@@ -9,7 +9,8 @@
 # Env: OUT (results folder; the device tool sets it), MODELS ("shape:quant ..."), ROUNDS (3),
 # REPS (runs per measurement, 3), BUDGET_S (510: no step starts later), HARD_S (580: every step is
 # killed by then), BENCH_DIR (.cache/bench), MODEL_DIR (/tmp/ztvm-models), SYNTH_THREADS (8),
-# SKIP_GPU_ENV (set: do not unpack .gl/ into /, for a dry run on a machine that has Vulkan).
+# SKIP_GPU_ENV (set: do not unpack .gl/ into /, for a dry run on a machine that has Vulkan),
+# REUSE_MODELS (set: models already in MODEL_DIR are not written again).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -134,7 +135,11 @@ for m in $MODELS; do
   # A 30B MoE file is ~17 GB: minutes of writing, not seconds.
   limit=150
   case $shape in *-a3b) limit=300 ;; esac
-  if step "synth_$tag" "$limit" - "$ZTVM" synth --shape "$shape" --type "$quant" --vocab "$(vocab_for "$shape")" \
+  if [ -n "${REUSE_MODELS:-}" ] && [ -s "$f" ]; then  # written by an earlier call on this warm machine
+    log "reusing $f"
+    READY="$READY $m"
+    meta "model.$tag.bytes" "$(stat -c %s "$f")"
+  elif step "synth_$tag" "$limit" - "$ZTVM" synth --shape "$shape" --type "$quant" --vocab "$(vocab_for "$shape")" \
        -o "$f" --threads "$SYNTH_THREADS"; then
     READY="$READY $m"
     meta "model.$tag.bytes" "$(stat -c %s "$f")"

@@ -4,6 +4,7 @@
 // pass (src/reference/model.cpp) and the GPU one match transformers' logits and greedy tokens.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -11,8 +12,10 @@
 #include "engine/generator.h"
 #include "engine/npy.h"
 #include "gpu_test_util.h"
+#include "model/convert.h"
 #include "model/model_error.h"
 #include "model/model_file.h"
+#include "model/synth.h"
 #include "reference/model.h"
 #include "reference/ops.h"
 
@@ -91,6 +94,40 @@ TEST(Moe, GpuForwardMatchesTransformers) {
     return true;
   });
   EXPECT_EQ(greedy, want_greedy);
+}
+
+// The GPU forward pass on quantized MoE files against the CPU reference on the same file, with its
+// int8-x twin (inputs of int8-dot matrices quantized as the GPU's matvecs read them): passes of the
+// whole prompt (experts grouped, moe_sort) and of one token (by pair), on the converted fixture and
+// a synth tiny-moe.
+TEST(Moe, GpuMatchesInt8CpuTwinOnQuantizedFiles) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ztvm_moe_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto hf = open_model(kDir);
+  const std::vector<int32_t> ids = read_ids(kDir + "/ids.txt");
+  struct Case { const char* name; QuantMix mix; bool synth; };
+  for (const Case& k : {Case{"Q8_0", QuantMix::Q8_0, false}, Case{"Q4_K_M", QuantMix::Q4_K_M, false},
+                        Case{"synth Q4_K_M", QuantMix::Q4_K_M, true}}) {
+    SCOPED_TRACE(k.name);
+    const std::string path = (dir / (std::string(k.synth ? "synth-" : "") + quant_mix_name(k.mix) + ".gguf")).string();
+    if (k.synth) synth_model(synth_shape("tiny-moe"), k.mix, nullptr, path);
+    else convert_model(*hf, path, k.mix, nullptr);
+    auto m = open_model(path);
+    const std::vector<float> cpu = ref::forward_logits(*m, ids, true);
+    for (uint32_t chunk : {64u, 1u}) {
+      Forward fwd(test::device(), *m, 64, chunk);
+      const std::vector<float> gpu = Generator(fwd).logits(ids);
+      ASSERT_EQ(gpu.size(), cpu.size());
+      const double e = nmse(gpu, cpu);
+      std::printf("  qwen3-moe %-12s passes of %2u: GPU vs int8-x CPU twin NMSE %.3g\n", k.name, chunk, e);
+      // As the dense Q4_K_M twin test (engine_model_test: 1e-3). Measured: Q8_0 2e-14 in whole-prompt
+      // passes, 1.7e-5 one token at a time; Q4_K_M 5.6e-5 and 5.9e-5 both ways. The larger ones start
+      // at one token (the 13th, the 8th, the 3rd: before it 1e-14, after it ~1e-4 every token) with no
+      // near tie in the router there (gaps >= 0.0096 in logits): unexplained yet, noted in issue 53.
+      EXPECT_LT(e, 1e-3) << "chunk " << chunk;
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

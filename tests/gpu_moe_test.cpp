@@ -103,7 +103,7 @@ class MoeTypeTest : public ::testing::TestWithParam<GgmlType> {};
 TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
   const GgmlType t = GetParam();
   const bool int8 = int8_dot_type(t);
-  const uint32_t E = 6, K = 3, ff = 256, d = block_elems(t) == 32 ? 288 : 256;
+  const uint32_t E = 6, K = 3, ff = block_elems(t) == 32 ? 160 : 256, d = block_elems(t) == 32 ? 288 : 256;
   gpu::Kernels k(device());
   const TestExperts x(t, E, ff, d);
   for (uint32_t T : {1u, 3u, 70u}) {  // 70: experts of up to ~50 pairs, in chunks of TT
@@ -139,7 +139,7 @@ TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, MoeTypeTest,
-                         ::testing::Values(GgmlType::F16, GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                         ::testing::Values(GgmlType::F16, GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K,
                                            GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::MXFP4),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
