@@ -1,4 +1,4 @@
-// The forward pass of every supported architecture (llama, qwen2, qwen3, phi3, qwen3moe), one line per dispatch.
+// The forward pass of every supported architecture (llama, qwen2, qwen3, phi3, qwen3moe, qwen35), one line per dispatch.
 // build() runs once per head mode at load; passes then replay the recorded dispatches (graph.h).
 #include "engine/forward.h"
 
@@ -44,15 +44,20 @@ std::vector<float> rope_table(const ModelConfig& c, uint32_t max_context) {
   return t;
 }
 
+// Qwen3.5's gated DeltaNet heads (ModelConfig's linear_* fields).
+static GraphBuilder::DeltaShape delta_shape(const ModelConfig& c) {
+  return {c.linear_num_key_heads, c.linear_key_head_dim, c.linear_num_value_heads, c.linear_value_head_dim,
+          c.linear_conv_kernel_dim, c.linear_v_heads_tiled};
+}
+
 Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk, uint32_t kv_pages)
     : dev_(dev), kernels_(dev), cfg_(model.config), max_context_(max_context), max_chunk_(max_chunk) {
   const ModelConfig& c = cfg_;
-  // Qwen3.5's blocks run in the CPU reference (src/reference/model.cpp) only, so far.
+  // Qwen3.5-MoE's shared expert runs in the CPU reference (src/reference/model.cpp) only, so far.
   for (uint32_t l = 0; l < c.num_hidden_layers; l++)
-    if (c.layer(l).mixer != Mixer::Attention || c.shared_expert_intermediate_size)
-      throw ModelError(model.path + ": layer " + std::to_string(l) + " is a " +
-                       (c.layer(l).mixer != Mixer::Attention ? mixer_name(c.layer(l).mixer) : "MoE with a shared expert") +
-                       " layer (" + c.arch_name + "), which the GPU forward pass does not run yet");
+    if (c.layer(l).ffn == Ffn::Moe && c.shared_expert_intermediate_size)
+      throw ModelError(model.path + ": layer " + std::to_string(l) + " is a MoE layer with a shared expert (" +
+                       c.arch_name + "), which the GPU forward pass does not run yet");
   const uint32_t hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads, d = c.hidden_size;
   const uint64_t F = 4;
   const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
@@ -67,7 +72,10 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   for (uint32_t l = 0; l < c.num_hidden_layers; l++) sparse |= c.layer(l).ffn == Ffn::Moe;
   const uint64_t K = sparse ? c.num_experts_per_tok : 0;
   const uint64_t ffn = std::max<uint64_t>(c.intermediate_size, K * c.moe_intermediate_size);  // h's width a token
-  const uint64_t widest_row = std::max({(uint64_t)d, ffn, K * d, (uint64_t)(nh + 2 * nkv) * hd}) * F;
+  const GraphBuilder::DeltaShape ds = delta_shape(c);
+  const bool recurrent = c.has_recurrent_state();
+  const uint64_t dn_c = recurrent ? ds.channels() : 0, dn_vd = recurrent ? (uint64_t)ds.nv * ds.dv : 0;
+  const uint64_t widest_row = std::max({(uint64_t)d, ffn, K * d, (uint64_t)(nh + 2 * nkv) * hd, dn_c}) * F;
   const uint64_t limit = std::min(dev.max_binding_size() / widest_row, flash ? UINT32_MAX : dev.max_binding_size() / part_row);
   max_chunk_ = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>(max_chunk, limit));
   const uint64_t T = max_chunk_;
@@ -85,9 +93,18 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.x_a = dev.buffer("state.x_a", T * d * F);
   s_.x_b = dev.buffer("state.x_b", T * d * F);
   s_.xb = dev.buffer("state.xb", T * d * F);
-  s_.qkv = dev.buffer("state.qkv", T * (nh + 2 * nkv) * hd * F);
+  s_.qkv = dev.buffer("state.qkv", T * std::max<uint64_t>((nh + 2 * nkv) * hd, dn_c) * F);
   s_.q = dev.buffer("state.q", T * nh * hd * F);
-  s_.att = dev.buffer("state.att", T * nh * hd * F);
+  s_.att = dev.buffer("state.att", T * std::max<uint64_t>(nh * hd, dn_vd) * F);
+  bool gated = false;  // some layer is gated attention
+  for (uint32_t l = 0; l < c.num_hidden_layers; l++) gated |= c.layer(l).mixer == Mixer::GatedAttention;
+  if (gated || recurrent) s_.gate = dev.buffer("state.gate", T * std::max<uint64_t>(gated ? nh * hd : 0, dn_vd) * F);
+  if (recurrent) {
+    s_.dn_x = dev.buffer("state.dn_x", T * dn_c * F);
+    s_.dn_o = dev.buffer("state.dn_o", T * dn_vd * F);
+    s_.dn_b = dev.buffer("state.dn_b", T * ds.nv * F);
+    s_.dn_a = dev.buffer("state.dn_a", T * ds.nv * F);
+  }
   // Flash attention's splits: up to kFlashSplitMaxTokens tokens x kFlashSplits.
   const uint64_t flash_part = flash ? std::min<uint64_t>(T, kFlashSplitMaxTokens) * nh * kFlashSplits * (hd + 2) * F : 0;
   s_.part = dev.buffer("state.part", std::max((flash ? 1 : T) * part_row, flash_part));
@@ -107,7 +124,7 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.zeros = dev.buffer("state.zeros", d * F);
   const std::vector<float> zeros(d, 0.f);
   dev.write(s_.zeros, zeros.data(), d * F);
-  const uint64_t widest = std::max<uint64_t>({d, ffn, (uint64_t)nh * hd});  // the widest matvec input (a token's)
+  const uint64_t widest = std::max<uint64_t>({d, ffn, (uint64_t)nh * hd, dn_vd});  // the widest matvec input (a token's)
   s_.xq = dev.buffer("state.xq", q8_tokens() * widest + 16);
   s_.xqs = dev.buffer("state.xqs", q8_tokens() * widest / 32 * 8 + 8);
   if (kQ8Gemm) {
@@ -126,8 +143,12 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   dev.write(s_.pages, pages.data(), n_pages * 4);
   const uint64_t kv_bytes = (uint64_t)kv_pages_ * kPage * nkv * hd * 2;  // f16 keys and values
   for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
-    s_.k_cache.push_back(dev.buffer("L" + std::to_string(l) + ".k_cache", kv_bytes));
-    s_.v_cache.push_back(dev.buffer("L" + std::to_string(l) + ".v_cache", kv_bytes));
+    const std::string L = "L" + std::to_string(l);
+    const bool dn = c.layer(l).mixer == Mixer::GatedDeltaNet;  // a state instead of a KV cache
+    s_.k_cache.push_back(dn ? gpu::Buffer() : dev.buffer(L + ".k_cache", kv_bytes));
+    s_.v_cache.push_back(dn ? gpu::Buffer() : dev.buffer(L + ".v_cache", kv_bytes));
+    s_.conv_state.push_back(dn ? dev.buffer(L + ".conv_state", GraphBuilder::deltanet_conv_state_bytes(ds)) : gpu::Buffer());
+    s_.scan_state.push_back(dn ? dev.buffer(L + ".scan_state", GraphBuilder::deltanet_scan_state_bytes(ds)) : gpu::Buffer());
   }
   for (Head h : {Head::None, Head::LastSample, Head::LastRandom}) graph(h);
   dev.wait_idle();
@@ -152,10 +173,11 @@ void Forward::build(Head head, Graph& graph) {
   const float eps = c.rms_norm_eps;
   const GraphBuilder::AttnShape shape{c.head_dim, c.num_attention_heads, c.num_key_value_heads, c.rotary_dim,
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};
-  const uint32_t d = c.hidden_size;
+  const uint32_t d = c.hidden_size, nh = c.num_attention_heads, hd = c.head_dim;
+  const GraphBuilder::DeltaShape ds = delta_shape(c);
 
   for (uint32_t l = 0; l < c.num_hidden_layers; l++)
-    if (c.layer(l).mixer != Mixer::Attention)
+    if (c.layer(l).ffn == Ffn::Moe && c.shared_expert_intermediate_size)
       throw std::logic_error("layer " + std::to_string(l) + ": a kind this forward pass does not build");
   const uint32_t k = c.num_experts_per_tok;
   g.embed(s.x_a, s.ids, w.token_embd);                        // x = token_embd[ids]
@@ -163,12 +185,30 @@ void Forward::build(Head head, Graph& graph) {
   for (uint32_t l = 0; l < c.num_hidden_layers; l++) {
     const LayerWeights& L = w.layers[l];
     const gpu::Buffer& next_norm = l + 1 < c.num_hidden_layers ? w.layers[l + 1].attn_norm : w.output_norm;
-    // Full attention (LayerKind: every layer of the architectures read today).
-    g.matmul(s.qkv, s.xb, L.qkv);                             // qkv = [Wq; Wk; Wv] xb
-    g.rope_kv(s.q, s.k_cache[l], s.v_cache[l], s.qkv, L.aux, s.rope, s.pages, shape);  // q, k = rope(qk_norm(q, k)); cache k, v
-    g.attention(s.att, s.part, s.q, s.k_cache[l], s.v_cache[l], s.pages, shape);  // softmax(q k^T / sqrt(hd)) v, per split (long passes, early decode steps: att)
-    g.attention_combine(s.att, s.part, shape);                // merge the splits (not after flash or decode attention)
-    g.matmul(s.proj, s.att, L.attn_output);                   // proj = Wo att
+    switch (c.layer(l).mixer) {
+      case Mixer::GatedDeltaNet:  // Qwen3.5's linear attention: a state per value head, no KV cache
+        g.matmul(s.qkv, s.xb, L.qkv);                         // qkv = W_qkv xb (the conv's q | k | v channels)
+        g.matmul(s.gate, s.xb, L.gate);                       // z = W_z xb
+        g.matmul(s.dn_b, s.xb, L.ssm_beta);                   // b = W_beta xb
+        g.matmul(s.dn_a, s.xb, L.ssm_alpha);                  // a = W_alpha xb
+        g.deltanet_conv(s.dn_x, s.conv_state[l], s.qkv, L.ssm_conv1d, ds);  // x = silu(causal conv1d(qkv)); window carried
+        g.deltanet_scan(s.dn_o, s.scan_state[l], s.dn_x, s.dn_a, s.dn_b, L.ssm_a, L.ssm_dt, ds);  // o = gated delta rule(q, k, v; g(a), sigmoid(b)); S carried
+        g.gated_rmsnorm(s.att, s.dn_o, s.gate, L.ssm_norm, ds.dv, ds.nv, eps);  // att = rmsnorm(o) * w * silu(z), per value head
+        g.matmul(s.proj, s.att, L.attn_output);               // proj = W_out att
+        break;
+      case Mixer::GatedAttention:  // attention * sigmoid(gate), the gate from attn_q's interleaved rows
+        g.matmul(s.gate, s.xb, L.gate);                       // gate = Wq_gate xb
+        [[fallthrough]];
+      case Mixer::Attention:
+        g.matmul(s.qkv, s.xb, L.qkv);                         // qkv = [Wq; Wk; Wv] xb
+        g.rope_kv(s.q, s.k_cache[l], s.v_cache[l], s.qkv, L.aux, s.rope, s.pages, shape);  // q, k = rope(qk_norm(q, k)); cache k, v
+        g.attention(s.att, s.part, s.q, s.k_cache[l], s.v_cache[l], s.pages, shape);  // softmax(q k^T / sqrt(hd)) v, per split (long passes, early decode steps: att)
+        g.attention_combine(s.att, s.part, shape);            // merge the splits (not after flash or decode attention)
+        if (c.layer(l).mixer == Mixer::GatedAttention)
+          g.sigmoid_gate(s.att, s.gate, nh, hd, nh * hd, 0, hd);  // att *= sigmoid(gate)
+        g.matmul(s.proj, s.att, L.attn_output);               // proj = Wo att
+        break;
+    }
     g.add_rmsnorm(s.xb, s.x_b, s.x_a, s.proj, L.ffn_norm, d, eps);  // x' = x + proj; xb = rmsnorm(x') * ffn_norm
     if (c.layer(l).ffn == Ffn::Dense) {
       g.matmul(s.h, s.xb, L.gate_up);                         // h = silu(Wgate xb) * (Wup xb)

@@ -83,8 +83,11 @@ class Forward {
     gpu::Buffer ids, tokens;          // token ids in, sampled ids out
     gpu::Buffer x_a, x_b;             // [chunk, hidden] residual stream, ping-pong
     gpu::Buffer xb;                   // [chunk, hidden] normed input of the next matmul
-    gpu::Buffer qkv;                  // [chunk, (NH + 2 NKV) * HD]
-    gpu::Buffer q, att;               // [chunk, NH * HD] rotated queries; attention output
+    gpu::Buffer qkv;                  // [chunk, (NH + 2 NKV) * HD]; DeltaNet layers [chunk, C] (its q | k | v)
+    gpu::Buffer q, att;               // [chunk, NH * HD] rotated queries; attention output (DeltaNet: the normed o)
+    gpu::Buffer gate;                 // [chunk, NH * HD] gated attention's gate; DeltaNet [chunk, NV * DV] z
+    gpu::Buffer dn_x, dn_o;           // DeltaNet: [chunk, C] the conv's output; [chunk, NV * DV] the scan's
+    gpu::Buffer dn_b, dn_a;           // DeltaNet: [chunk, NV] ssm_beta xb, ssm_alpha xb
     gpu::Buffer part;                 // [chunk, or 1 where flash serves long passes; NH, splits, HD + 2]
     gpu::Buffer proj;                 // [chunk, hidden] output of attn_output / ffn_down
     gpu::Buffer h;                    // [chunk, ffn] silu(gate) * up; sparse layers [chunk, k, expert ffn]
@@ -103,7 +106,10 @@ class Forward {
     gpu::Buffer argmax_part;          // argmax's per-workgroup (value, index) pairs
     gpu::Buffer rope;                 // [max_context, rot/2] (cos, sin)
     gpu::Buffer pages;                // KV page table of the sequence being run (identity by default)
-    std::vector<gpu::Buffer> k_cache, v_cache;  // per layer [pages][PAGE][NKV][HD] f16
+    std::vector<gpu::Buffer> k_cache, v_cache;  // per attention layer [pages][PAGE][NKV][HD] f16
+    // Per DeltaNet layer: its conv window and delta-rule state, carried from pass to pass (one sequence's:
+    // a pass at position 0 starts them afresh; ModelConfig::has_recurrent_state).
+    std::vector<gpu::Buffer> conv_state, scan_state;
   };
   gpu::Device& dev_;
   gpu::Kernels kernels_;

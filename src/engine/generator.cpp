@@ -103,7 +103,7 @@ std::vector<float> Generator::embedding(const std::vector<int32_t>& ids, Pooling
   const uint32_t d = fwd_.config().hidden_size, n_ids = (uint32_t)ids.size();
   bind_pages(n_ids);
   size_t keep = 0;  // positions whose keys and values are reused (always recompute the last)
-  if (pooling == Pooling::Last)
+  if (pooling == Pooling::Last && !fwd_.config().has_recurrent_state())  // a DeltaNet state cannot be cut back
     while (keep < cached_.size() && keep + 1 < ids.size() && cached_[keep] == ids[keep]) keep++;
   cached_.resize(keep);
   Pooler pool(pooling, d, n_ids);
@@ -134,8 +134,11 @@ void Generator::prefill(const std::vector<int32_t>& prompt, size_t end, uint32_t
   bind_pages((uint32_t)(prompt.size() + n_max));
   st.n_prompt = (uint32_t)prompt.size();
   // Prefix reuse: keep cached entries that match the prompt; always recompute at least the last token.
+  // Models with a recurrent state (gated DeltaNet) re-run from position 0: the state has advanced past
+  // the prefix (by every step issued, some past the stop), and nothing rewinds it.
   size_t keep = 0;
-  while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
+  const bool rewinds = !fwd_.config().has_recurrent_state();
+  while (rewinds && keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
   cached_.resize(keep);
   const uint32_t chunk = fwd_.max_chunk();
   for (size_t at = keep; at < end; at += chunk) {

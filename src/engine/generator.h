@@ -31,7 +31,8 @@ class Generator {
   ~Generator();
 
   // Greedy generation of up to n_max tokens after `prompt`. on_token returns false to stop early.
-  // KV entries of a previous call that match the prompt's prefix are reused. With a `rule`, every
+  // KV entries of a previous call that match the prompt's prefix are reused (not in models with a
+  // recurrent state: ModelConfig::has_recurrent_state; they re-run the prompt). With a `rule`, every
   // token is picked on the host among those it allows (sample_cpu.h), a step at a time; generation
   // also ends where the rule allows nothing.
   // A `tap` sees each step's logits and pick (the same host path as a rule).

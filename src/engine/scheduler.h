@@ -2,7 +2,8 @@
 // burst of tokens in turn (round robin), so concurrent clients all stream while the rest queue.
 // Each of the `slots` sequences keeps its KV pages after a request ends; a new request takes the
 // idle slot whose cache shares the longest prefix with its prompt (prefix reuse across requests),
-// and idle caches are dropped, least recently used first, when the page pool runs short.
+// and idle caches are dropped, least recently used first, when the page pool runs short. Models
+// with a recurrent state (Qwen3.5's DeltaNet layers: one per Forward) run one slot, no prefix reuse.
 #pragma once
 #include <atomic>
 #include <chrono>

@@ -16,13 +16,24 @@ uint64_t Matrix::bytes() const {
 uint64_t Weights::bytes_per_token() const {
   uint64_t b = lm_head().bytes() + (uint64_t)token_embd.cols * 4;  // embedding reads one row
   for (auto& l : layers) {
-    b += l.qkv.bytes() + l.attn_output.bytes() + l.gate_up.bytes() + l.ffn_down.bytes();
+    b += l.qkv.bytes() + l.attn_output.bytes() + l.gate_up.bytes() + l.ffn_down.bytes() + l.gate.bytes() +
+         l.ssm_beta.bytes() + l.ssm_alpha.bytes();
     if (l.moe.count) b += l.moe.router.bytes() + experts_per_token * l.moe.bytes_per_expert();
   }
   return b;
 }
 
 namespace {
+
+// Rows [first, first + count) of a 2-D tensor as a view of its bytes.
+TensorView rows_of(const TensorView& t, uint64_t first, uint64_t count) {
+  TensorView v = t;
+  const uint64_t rb = row_bytes(t.type, t.cols());
+  v.ne = {t.cols(), count};
+  v.data = t.data + first * rb;
+  v.nbytes = count * rb;
+  return v;
+}
 
 // Largest buffer one binding may cover; kernels index bytes with u32, so never above 2 GiB.
 uint64_t part_limit(gpu::Device& dev) { return std::min<uint64_t>(dev.max_binding_size(), 1ull << 31); }
@@ -265,9 +276,37 @@ std::unique_ptr<Weights> upload_weights(gpu::Device& dev, const ModelFile& model
     LayerWeights lw;
     lw.attn_norm = up.vector_f32(label + "attn_norm", model.get(L + "attn_norm.weight"));
     lw.ffn_norm = up.vector_f32(label + "ffn_norm", model.get(L + "ffn_norm.weight"));
-    lw.qkv = up.concat(label + "attn_qkv", {&model.get(L + "attn_q.weight"), &model.get(L + "attn_k.weight"),
-                                            &model.get(L + "attn_v.weight")});
-    lw.attn_output = up.matrix(label + "attn_output", {&model.get(L + "attn_output.weight")});
+    const Mixer mixer = c.layer(i).mixer;
+    if (mixer == Mixer::GatedDeltaNet) {
+      lw.qkv = up.matrix(label + "attn_qkv", {&model.get(L + "attn_qkv.weight")});
+      lw.gate = up.matrix(label + "attn_gate", {&model.get(L + "attn_gate.weight")});
+      lw.ssm_beta = up.matrix(label + "ssm_beta", {&model.get(L + "ssm_beta.weight")});
+      lw.ssm_alpha = up.matrix(label + "ssm_alpha", {&model.get(L + "ssm_alpha.weight")});
+      lw.attn_output = up.matrix(label + "ssm_out", {&model.get(L + "ssm_out.weight")});
+      lw.ssm_conv1d = up.vector_f32(label + "ssm_conv1d", model.get(L + "ssm_conv1d.weight"));
+      lw.ssm_a = up.vector_f32(label + "ssm_a", model.get(L + "ssm_a"));
+      lw.ssm_dt = up.vector_f32(label + "ssm_dt", model.get(L + "ssm_dt.bias"));
+      lw.ssm_norm = up.vector_f32(label + "ssm_norm", model.get(L + "ssm_norm.weight"));
+    } else if (mixer == Mixer::GatedAttention) {
+      // attn_q's rows interleave per head [HD query | HD gate]: the query rows join k and v in qkv (the
+      // layout rope_kv reads), the gate rows make their own matrix.
+      const TensorView& q = model.get(L + "attn_q.weight");
+      std::vector<TensorView> rows;
+      rows.reserve(2 * c.num_attention_heads);
+      for (uint32_t h = 0; h < c.num_attention_heads; h++) rows.push_back(rows_of(q, 2ull * h * hd, hd));
+      for (uint32_t h = 0; h < c.num_attention_heads; h++) rows.push_back(rows_of(q, 2ull * h * hd + hd, hd));
+      std::vector<const TensorView*> qkv, gate;
+      for (uint32_t h = 0; h < c.num_attention_heads; h++) qkv.push_back(&rows[h]), gate.push_back(&rows[c.num_attention_heads + h]);
+      qkv.push_back(&model.get(L + "attn_k.weight"));
+      qkv.push_back(&model.get(L + "attn_v.weight"));
+      lw.qkv = up.concat(label + "attn_qkv", qkv);
+      lw.gate = up.concat(label + "attn_gate", gate);
+      lw.attn_output = up.matrix(label + "attn_output", {&model.get(L + "attn_output.weight")});
+    } else {
+      lw.qkv = up.concat(label + "attn_qkv", {&model.get(L + "attn_q.weight"), &model.get(L + "attn_k.weight"),
+                                              &model.get(L + "attn_v.weight")});
+      lw.attn_output = up.matrix(label + "attn_output", {&model.get(L + "attn_output.weight")});
+    }
     if (c.layer(i).ffn == Ffn::Moe) {
       ExpertViews gate, up_views, down;
       for (uint32_t e = 0; e < c.num_experts; e++) {

@@ -41,8 +41,15 @@ struct Experts {
 
 struct LayerWeights {
   gpu::Buffer attn_norm, ffn_norm;  // [hidden] f32
-  Matrix qkv;                       // q, k, v rows concatenated: [(NH + 2 NKV) * HD, hidden]
-  Matrix attn_output;               // [hidden, NH * HD]
+  Matrix qkv;                       // q, k, v rows concatenated: [(NH + 2 NKV) * HD, hidden]; DeltaNet: attn_qkv [C, hidden]
+  Matrix attn_output;               // [hidden, NH * HD]; DeltaNet: ssm_out [hidden, NV * DV]
+  // Gated attention: attn_q's gate rows [NH * HD, hidden] (its query rows are in qkv). Gated DeltaNet:
+  // attn_gate (z) [NV * DV, hidden].
+  Matrix gate;
+  Matrix ssm_beta, ssm_alpha;       // DeltaNet: [NV, hidden] each
+  gpu::Buffer ssm_conv1d;           // DeltaNet: [C][conv_kernel] f32, the conv's taps
+  gpu::Buffer ssm_a, ssm_dt;        // DeltaNet: [NV] f32, A = -exp(A_log) and the dt bias
+  gpu::Buffer ssm_norm;             // DeltaNet: [DV] f32, the gated output norm's weight
   Matrix gate_up;                   // gated: silu(gate) * up, [ffn, hidden] per half
   Matrix ffn_down;                  // [hidden, ffn]
   Experts moe;                      // sparse layers (Ffn::Moe) instead of gate_up and ffn_down
