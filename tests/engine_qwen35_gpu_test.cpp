@@ -1,7 +1,7 @@
-// Qwen3.5 (issue 53) on the GPU: the tiny random dense model of tools/make_fixtures.py (a gated
-// DeltaNet layer, then a gated attention one with partial rotary) through the GPU forward pass
-// (forward.cpp: deltanet_conv, deltanet_scan, gated_rmsnorm, sigmoid_gate) matches transformers'
-// logits and greedy tokens: in one prefill pass, in chunks that carry the DeltaNet state (down to
+// Qwen3.5 (issue 53) on the GPU: the tiny random models of tools/make_fixtures.py (a gated DeltaNet
+// layer, then a gated attention one with partial rotary; dense, or a mixture of experts with a gated
+// shared expert) through the GPU forward pass (forward.cpp: deltanet_conv, deltanet_scan,
+// gated_rmsnorm, sigmoid_gate) match transformers' logits and greedy tokens: in one prefill pass, in chunks that carry the DeltaNet state (down to
 // one-token passes), and over a 40-token sequence against the CPU reference. A second call with the
 // same or a shorter prompt re-runs it from position 0 (the state cannot be cut back to a prefix).
 #include <gtest/gtest.h>
@@ -22,7 +22,8 @@ using test::nmse;
 
 namespace {
 
-const std::string kDir = std::string(ZTVM_SOURCE_DIR) + "/tests/fixtures/models/qwen3.5-f16";
+const std::string kFixtures = std::string(ZTVM_SOURCE_DIR) + "/tests/fixtures/models/";
+const std::string kDir = kFixtures + "qwen3.5-f16", kMoe = kFixtures + "qwen3.5-moe-f16";
 
 std::vector<int32_t> read_ids(const std::string& path) {  // ids.txt, greedy24.txt: space separated
   std::ifstream f(path);
@@ -39,17 +40,18 @@ std::vector<int32_t> greedy(Generator& gen, const std::vector<int32_t>& prompt, 
 }
 
 // max_chunk 16 takes the 16-token prompt in one pass; 5 in passes of 5, 5, 5 and 1.
-void expect_matches_transformers(uint32_t max_chunk) {
-  auto m = open_model(kDir);
+void expect_matches_transformers(const std::string& dir, uint32_t max_chunk) {
+  auto m = open_model(dir);
   ASSERT_TRUE(m->config.has_recurrent_state());
-  const std::vector<int32_t> ids = read_ids(kDir + "/ids.txt"), want_greedy = read_ids(kDir + "/greedy24.txt");
-  const NpyArray want = read_npy(kDir + "/logits.npy");
+  const std::vector<int32_t> ids = read_ids(dir + "/ids.txt"), want_greedy = read_ids(dir + "/greedy24.txt");
+  const NpyArray want = read_npy(dir + "/logits.npy");
   Forward fwd(test::device(), *m, 64, max_chunk);
   Generator gen(fwd);
   const std::vector<float> logits = gen.logits(ids);
   ASSERT_EQ(logits.size(), want.data.size());
   const double e = nmse(logits, want.data);
-  std::printf("  qwen3.5 (HF F16, GPU, chunks of %u): logits NMSE vs transformers %.3g\n", fwd.max_chunk(), e);
+  std::printf("  %s (HF F16, GPU, chunks of %u): logits NMSE vs transformers %.3g\n", m->config.arch_name.c_str(),
+              fwd.max_chunk(), e);
   EXPECT_LT(e, 1e-5);
   gen.reset();
   EXPECT_EQ(greedy(gen, ids, (uint32_t)want_greedy.size()), want_greedy);
@@ -60,8 +62,10 @@ void expect_matches_transformers(uint32_t max_chunk) {
   EXPECT_EQ(greedy(gen, ids, (uint32_t)want_greedy.size()), want_greedy);
 }
 
-TEST(Qwen35Gpu, OnePassMatchesTransformers) { expect_matches_transformers(16); }
-TEST(Qwen35Gpu, ChunkedPrefillMatchesTransformers) { expect_matches_transformers(5); }
+TEST(Qwen35Gpu, OnePassMatchesTransformers) { expect_matches_transformers(kDir, 16); }
+TEST(Qwen35Gpu, ChunkedPrefillMatchesTransformers) { expect_matches_transformers(kDir, 5); }
+TEST(Qwen35Gpu, MoeOnePassMatchesTransformers) { expect_matches_transformers(kMoe, 16); }
+TEST(Qwen35Gpu, MoeChunkedPrefillMatchesTransformers) { expect_matches_transformers(kMoe, 5); }
 
 // 40 tokens (the prompt and its greedy continuation) in chunks of 16, 16 and 8, each token's logits
 // against the CPU reference's in one pass.

@@ -2,7 +2,6 @@
 // build() runs once per head mode at load; passes then replay the recorded dispatches (graph.h).
 #include "engine/forward.h"
 
-#include "model/model_error.h"
 
 #include <algorithm>
 #include <cmath>
@@ -53,11 +52,6 @@ static GraphBuilder::DeltaShape delta_shape(const ModelConfig& c) {
 Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context, uint32_t max_chunk, uint32_t kv_pages)
     : dev_(dev), kernels_(dev), cfg_(model.config), max_context_(max_context), max_chunk_(max_chunk) {
   const ModelConfig& c = cfg_;
-  // Qwen3.5-MoE's shared expert runs in the CPU reference (src/reference/model.cpp) only, so far.
-  for (uint32_t l = 0; l < c.num_hidden_layers; l++)
-    if (c.layer(l).ffn == Ffn::Moe && c.shared_expert_intermediate_size)
-      throw ModelError(model.path + ": layer " + std::to_string(l) + " is a MoE layer with a shared expert (" +
-                       c.arch_name + "), which the GPU forward pass does not run yet");
   const uint32_t hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads, d = c.hidden_size;
   const uint64_t F = 4;
   const uint32_t max_splits = (max_context + kSplit - 1) / kSplit;
@@ -71,7 +65,8 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   bool sparse = false;  // some layer is a mixture of experts
   for (uint32_t l = 0; l < c.num_hidden_layers; l++) sparse |= c.layer(l).ffn == Ffn::Moe;
   const uint64_t K = sparse ? c.num_experts_per_tok : 0;
-  const uint64_t ffn = std::max<uint64_t>(c.intermediate_size, K * c.moe_intermediate_size);  // h's width a token
+  const uint64_t shexp = sparse ? c.shared_expert_intermediate_size : 0;
+  const uint64_t ffn = std::max<uint64_t>({c.intermediate_size, K * c.moe_intermediate_size, shexp});  // h's width a token
   const GraphBuilder::DeltaShape ds = delta_shape(c);
   const bool recurrent = c.has_recurrent_state();
   const uint64_t dn_c = recurrent ? ds.channels() : 0, dn_vd = recurrent ? (uint64_t)ds.nv * ds.dv : 0;
@@ -117,6 +112,12 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
     s_.moe_y = dev.buffer("state.moe_y", T * K * d * F);
     s_.moe_plan = dev.buffer("state.moe_plan", GraphBuilder::moe_plan_bytes(c.num_experts, (uint32_t)K, (uint32_t)T));
   }
+  if (shexp) {
+    s_.shexp_y = dev.buffer("state.shexp_y", T * d * F);
+    s_.shexp_g = dev.buffer("state.shexp_g", T * F);
+    s_.x_c = dev.buffer("state.x_c", T * d * F);
+    s_.xb_unused = dev.buffer("state.xb_unused", T * d * F);
+  }
   s_.gemm_part = dev.buffer("state.gemm_part", GraphBuilder::split_k_scratch_bytes(split_tokens()));
   s_.x_last = dev.buffer("state.x_last", d * F);
   s_.norm_xw = dev.buffer("state.norm_xw", d * F);
@@ -128,8 +129,9 @@ Forward::Forward(gpu::Device& dev, const ModelFile& model, uint32_t max_context,
   s_.xq = dev.buffer("state.xq", q8_tokens() * widest + 16);
   s_.xqs = dev.buffer("state.xqs", q8_tokens() * widest / 32 * 8 + 8);
   if (kQ8Gemm) {
-    s_.hq = dev.buffer("state.hq", T * c.intermediate_size + 16);
-    s_.hqs = dev.buffer("state.hqs", T * c.intermediate_size / 32 * 8 + 8);
+    const uint64_t gated_ff = std::max<uint64_t>(c.intermediate_size, shexp);  // the gated GEMMs' h (use_q8_h)
+    s_.hq = dev.buffer("state.hq", T * gated_ff + 16);
+    s_.hqs = dev.buffer("state.hqs", T * gated_ff / 32 * 8 + 8);
   }
   s_.logits = dev.buffer("state.logits", (uint64_t)c.vocab_size * F);
   s_.argmax_part = dev.buffer("state.argmax_part", GraphBuilder::kArgmaxParts * 8);
@@ -175,10 +177,6 @@ void Forward::build(Head head, Graph& graph) {
                                       kPage, kSplit, c.rope_style == RopeStyle::Neox, c.qk_norm, c.attn_bias, eps};
   const uint32_t d = c.hidden_size, nh = c.num_attention_heads, hd = c.head_dim;
   const GraphBuilder::DeltaShape ds = delta_shape(c);
-
-  for (uint32_t l = 0; l < c.num_hidden_layers; l++)
-    if (c.layer(l).ffn == Ffn::Moe && c.shared_expert_intermediate_size)
-      throw std::logic_error("layer " + std::to_string(l) + ": a kind this forward pass does not build");
   const uint32_t k = c.num_experts_per_tok;
   g.embed(s.x_a, s.ids, w.token_embd);                        // x = token_embd[ids]
   g.rmsnorm(s.xb, s.x_a, w.layers[0].attn_norm, d, eps, &s.zeros, &s.x_b);  // xb = rmsnorm(x) * attn_norm
@@ -220,7 +218,15 @@ void Forward::build(Head head, Graph& graph) {
       g.moe_matmul(s.moe_y, s.h, s.moe_ids, s.moe_plan, L.moe, false, k);  // y[t, j] = Wdown_e h[t, j]
       g.moe_combine(s.proj, s.moe_y, s.moe_wts, d, k);        // proj[t] = sum_j wts[t, j] y[t, j]
     }
-    g.add_rmsnorm(s.xb, s.x_a, s.x_b, s.proj, next_norm, d, eps);  // x = x' + proj; xb = rmsnorm(x) * next norm
+    const bool shexp = c.layer(l).ffn == Ffn::Moe && c.shared_expert_intermediate_size;
+    if (shexp) {  // Qwen3.5-MoE: a shared expert every token runs, gated by sigmoid(Wg xb)
+      g.matmul(s.h, s.xb, L.shexp_gate_up);                   // h = silu(Wgate_s xb) * (Wup_s xb)
+      g.matmul(s.shexp_y, s.h, L.shexp_down);                 // y = Wdown_s h
+      g.matmul(s.shexp_g, s.xb, L.shexp_gate);                // g = Wg xb, one value a token
+      g.sigmoid_gate(s.shexp_y, s.shexp_g, d, 1, 1, 0, 0);    // y[t] *= sigmoid(g[t])
+      g.add_rmsnorm(s.xb_unused, s.x_c, s.x_b, s.shexp_y, next_norm, d, eps);  // x'' = x' + y (its norm unread)
+    }
+    g.add_rmsnorm(s.xb, s.x_a, shexp ? s.x_c : s.x_b, s.proj, next_norm, d, eps);  // x = x' (+ y) + proj; xb = rmsnorm(x) * next norm
   }
   if (head == Head::AllLogits) {
     g.matmul(s.logits_all, s.xb, w.lm_head());                // logits[t] = W_out xb[t]

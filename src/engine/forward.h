@@ -95,6 +95,8 @@ class Forward {
     gpu::Buffer moe_ids, moe_wts;     // [chunk, k] each token's experts and their weights
     gpu::Buffer moe_y;                // [chunk, k, hidden] the experts' outputs
     gpu::Buffer moe_plan;             // the pass's pairs by expert (GraphBuilder::moe_route)
+    gpu::Buffer shexp_y, shexp_g;     // shared expert: [chunk, hidden] its output; [chunk] its gate's logit
+    gpu::Buffer x_c, xb_unused;       // shared expert: [chunk, hidden] x' + its output; that add's norm (unread)
     gpu::Buffer gemm_part;            // [KSPLIT, chunk, virtual rows] split-K GEMM partials (graph.h)
     gpu::Buffer x_last;               // [hidden] the last token's normed state (LM head input)
     gpu::Buffer norm_xw, norm_ss;     // [hidden] decode: x * the next norm's weight, sums of x^2 (use_prenorm)

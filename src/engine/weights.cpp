@@ -17,7 +17,7 @@ uint64_t Weights::bytes_per_token() const {
   uint64_t b = lm_head().bytes() + (uint64_t)token_embd.cols * 4;  // embedding reads one row
   for (auto& l : layers) {
     b += l.qkv.bytes() + l.attn_output.bytes() + l.gate_up.bytes() + l.ffn_down.bytes() + l.gate.bytes() +
-         l.ssm_beta.bytes() + l.ssm_alpha.bytes();
+         l.ssm_beta.bytes() + l.ssm_alpha.bytes() + l.shexp_gate_up.bytes() + l.shexp_down.bytes() + l.shexp_gate.bytes();
     if (l.moe.count) b += l.moe.router.bytes() + experts_per_token * l.moe.bytes_per_expert();
   }
   return b;
@@ -315,6 +315,12 @@ std::unique_ptr<Weights> upload_weights(gpu::Device& dev, const ModelFile& model
         down.push_back(&model.get(expert_tensor(i, "ffn_down", e)));
       }
       lw.moe = up.experts(label, model.get(L + "ffn_gate_inp.weight"), gate, up_views, down);
+      if (c.shared_expert_intermediate_size) {
+        lw.shexp_gate_up = up.gated(label + "ffn_gate_up_shexp", model.get(L + "ffn_gate_shexp.weight"),
+                                    model.get(L + "ffn_up_shexp.weight"));
+        lw.shexp_down = up.matrix(label + "ffn_down_shexp", {&model.get(L + "ffn_down_shexp.weight")});
+        lw.shexp_gate = up.matrix(label + "ffn_gate_inp_shexp", {&model.get(L + "ffn_gate_inp_shexp.weight")});
+      }
     } else {
       lw.gate_up = up.gated(label + "ffn_gate_up", model.get(L + "ffn_gate.weight"), model.get(L + "ffn_up.weight"));
       lw.ffn_down = up.matrix(label + "ffn_down", {&model.get(L + "ffn_down.weight")});

@@ -53,6 +53,9 @@ struct LayerWeights {
   Matrix gate_up;                   // gated: silu(gate) * up, [ffn, hidden] per half
   Matrix ffn_down;                  // [hidden, ffn]
   Experts moe;                      // sparse layers (Ffn::Moe) instead of gate_up and ffn_down
+  // Qwen3.5-MoE's shared expert: gated [shexp ff, hidden] per half, down [hidden, shexp ff], and its
+  // gate's one row [1, hidden] (ffn_gate_inp_shexp).
+  Matrix shexp_gate_up, shexp_down, shexp_gate;
   gpu::Buffer aux;                  // [q_norm HD | k_norm HD | qkv bias] f32 (ones/zeros when absent)
 };
 
