@@ -1,9 +1,11 @@
 // Qwen3.5 (issue 53) on the GPU: the tiny random models of tools/make_fixtures.py (a gated DeltaNet
 // layer, then a gated attention one with partial rotary; dense, or a mixture of experts with a gated
 // shared expert) through the GPU forward pass (forward.cpp: deltanet_conv, deltanet_scan,
-// gated_rmsnorm, sigmoid_gate) match transformers' logits and greedy tokens: in one prefill pass, in chunks that carry the DeltaNet state (down to
-// one-token passes), and over a 40-token sequence against the CPU reference. A second call with the
-// same or a shorter prompt re-runs it from position 0 (the state cannot be cut back to a prefix).
+// gated_rmsnorm, sigmoid_gate) match transformers' logits and greedy tokens: in one prefill pass, in
+// chunks that carry the DeltaNet state (down to one-token passes), and over a 40-token sequence
+// against the CPU reference; quantized on load (Q8_0, Q4_K), against the CPU reference's int8-x twin.
+// A second call with the same or a shorter prompt re-runs it from position 0 (the state cannot be cut
+// back to a prefix).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "engine/generator.h"
 #include "engine/npy.h"
 #include "gpu_test_util.h"
+#include "model/convert.h"
 #include "model/model_file.h"
 #include "reference/model.h"
 
@@ -82,6 +85,29 @@ TEST(Qwen35Gpu, LongSequenceInChunksMatchesReference) {
   std::printf("  qwen3.5 (HF F16, GPU, %zu tokens in chunks of 16): logits NMSE vs the CPU reference %.3g\n",
               ids.size(), e);
   EXPECT_LT(e, 1e-5);
+}
+
+
+// Both models quantized on load (Q8_0, Q4_K: the DeltaNet's small beta and alpha matrices, the shared
+// expert's one-row gate) on the GPU against the CPU reference's int8-x twin on the same weights, in
+// whole-prompt passes and one token at a time.
+TEST(Qwen35Gpu, QuantizedMatchesInt8CpuTwin) {
+  const std::vector<int32_t> ids = read_ids(kDir + "/ids.txt");
+  for (const std::string& dir : {kDir, kMoe})
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K}) {
+      auto m = open_model(dir);
+      ASSERT_GT(quantize_weights(*m, type), 0u);
+      const std::vector<float> cpu = ref::forward_logits(*m, ids, true);
+      for (uint32_t chunk : {16u, 1u}) {
+        Forward fwd(test::device(), *m, 64, chunk);
+        const std::vector<float> gpu = Generator(fwd).logits(ids);
+        ASSERT_EQ(gpu.size(), cpu.size());
+        const double e = nmse(gpu, cpu);
+        std::printf("  %s %s passes of %2u: GPU vs int8-x CPU twin NMSE %.3g\n", m->config.arch_name.c_str(),
+                    type_name(type), chunk, e);
+        EXPECT_LT(e, 1e-3) << m->config.arch_name << " " << type_name(type) << " chunk " << chunk;
+      }
+    }
 }
 
 }  // namespace
