@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/command.h"
@@ -52,12 +53,16 @@ int run_synth(int argc, char** argv) {
     std::fflush(stderr);
   };
   synth_model(config, mix, vocab.get(), out_path, options);
-  std::fprintf(stderr, "%swrote %s (%s, %s, %llu bytes) in %.1f s\n", tty ? "\r\033[K" : "", out_path.c_str(),
-               shape.c_str(), quant_mix_name(mix), (unsigned long long)std::filesystem::file_size(out_path), elapsed());
+  // The writer streams row chunks: the peak stays near the vocabulary plus a chunk per thread.
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::fprintf(stderr, "%swrote %s (%s, %s, %llu bytes) in %.1f s, peak RSS %.0f MB\n", tty ? "\r\033[K" : "",
+               out_path.c_str(), shape.c_str(), quant_mix_name(mix), (unsigned long long)std::filesystem::file_size(out_path),
+               elapsed(), double(usage.ru_maxrss) / 1024.0);
   return 0;
 }
 
-Command reg("synth", "write a real-shaped GGUF with random weights (llama-3.2-1b, qwen3-4b, phi-3-mini)", run_synth);
+Command reg("synth", "write a real-shaped GGUF with random weights (see --shape)", run_synth);
 
 }  // namespace
 }  // namespace ztvm::cli

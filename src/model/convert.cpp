@@ -14,6 +14,7 @@
 #include "model/gguf_writer.h"
 #include "model/model_error.h"
 #include "model/quant.h"
+#include "model/qwen35_layout.h"
 
 namespace ztvm {
 
@@ -25,7 +26,16 @@ struct OutTensor {
   uint64_t permute_head_dim = 0;         // nonzero: apply llama_permuted_row within each part
   GgmlType type = GgmlType::F32;
   std::vector<uint64_t> ne = {};         // the written shape; empty: {cols, all parts' rows}
+  VHeadOrder vheads = {};                // Qwen3.5's value heads, grouped -> tiled (rows or columns)
+  uint32_t nk = 0, nv = 0;               // ... of nk key heads and nv value heads
 };
+
+// The output row r's row (or a 1-D tensor's element) before Qwen3.5's value heads were tiled.
+uint64_t vhead_row(const OutTensor& t, uint64_t r) {
+  const VHeadOrder& v = t.vheads;
+  if (!v.row_head || r < v.first_row) return r;
+  return v.first_row + tiled_vhead_source(r - v.first_row, t.nk, t.nv, v.row_head);
+}
 
 uint64_t total_rows(const OutTensor& t) {
   uint64_t rows = 0;
@@ -35,6 +45,7 @@ uint64_t total_rows(const OutTensor& t) {
 
 // Output row r (or element r of a 1-D tensor) -> the source view and its row (element).
 std::pair<const TensorView*, uint64_t> source_of(const OutTensor& t, uint64_t r) {
+  r = vhead_row(t, r);
   for (const TensorView* p : t.parts) {
     const uint64_t n = p->ne.size() == 1 ? p->cols() : p->rows();
     if (r < n) return {p, t.permute_head_dim ? llama_permuted_row(r, t.permute_head_dim) : r};
@@ -48,16 +59,19 @@ std::pair<const TensorView*, uint64_t> source_of(const OutTensor& t, uint64_t r)
 void fill_rows(const OutTensor& t, uint64_t first, uint64_t n, uint8_t* out) {
   const uint64_t cols = t.parts[0]->cols();
   const uint64_t out_rb = row_bytes(t.type, cols);
+  const uint64_t col_head = t.vheads.col_head;
   auto encode_rows = [&](uint64_t begin, uint64_t end) {
-    std::vector<float> row(cols);
+    std::vector<float> row(cols), moved(col_head ? cols : 0);
     for (uint64_t r = begin; r < end; ++r) {
       auto [src, src_row] = source_of(t, first + r);
       const uint64_t src_rb = row_bytes(src->type, cols);
-      if (src->type == t.type) {  // rows move as bytes: exact, and quantized data is not re-rounded
+      if (src->type == t.type && !col_head) {  // rows move as bytes: exact, and quantized data is not re-rounded
         std::memcpy(out + r * out_rb, src->data + src_row * src_rb, out_rb);
       } else {
         dequantize_row(src->type, src->data + src_row * src_rb, row.data(), cols);
-        quantize_row(t.type, row.data(), out + r * out_rb, cols);
+        if (col_head)  // each row's value heads, as its rows are elsewhere (exact for float types)
+          for (uint64_t i = 0; i < cols; ++i) moved[i] = row[tiled_vhead_source(i, t.nk, t.nv, col_head)];
+        quantize_row(t.type, col_head ? moved.data() : row.data(), out + r * out_rb, cols);
       }
     }
   };
@@ -87,6 +101,11 @@ std::vector<float> vector_values(const OutTensor& t) {
     std::vector<float> v(p->cols());
     dequantize_row(p->type, p->data, v.data(), p->cols());
     out.insert(out.end(), v.begin(), v.end());
+  }
+  if (t.vheads.row_head) {
+    std::vector<float> tiled(out.size());
+    for (uint64_t i = 0; i < out.size(); ++i) tiled[i] = out[vhead_row(t, i)];
+    return tiled;
   }
   if (!t.permute_head_dim) return out;
   std::vector<float> permuted(out.size());
@@ -216,23 +235,30 @@ namespace {
 // The type a matrix is written as: (role, layer, row length) -> type.
 using TypeRule = std::function<GgmlType(TensorRole role, uint32_t layer, uint64_t cols)>;
 
-// The architectures written here; others (Qwen3.5's DeltaNet layers, shared experts) are refused by
-// name rather than failing on a tensor they do not have. And what llama.cpp's qwen3moe cannot say:
-// it has experts in every layer and always renormalises the top-k router weights (its GGUF has no
-// key for either), so a file that differs would run wrongly.
+// The architectures written here; others are refused by name rather than failing on a tensor they
+// do not have. And what llama.cpp's qwen3moe / qwen35moe cannot say: they have experts in every
+// layer and always renormalise the top-k router weights (their GGUFs have no key for either), so a
+// file that differs would run wrongly; qwen35moe's shared expert is not optional, and qwen35 takes
+// the DeltaNet's value head width from ssm.state_size, the key heads' width.
 void check_llama_cpp_can_run(const ModelFile& in) {
   const ModelConfig& c = in.config;
+  const bool qwen35 = c.arch == Arch::Qwen35 || c.arch == Arch::Qwen35Moe;
   if (c.arch != Arch::Llama && c.arch != Arch::Qwen2 && c.arch != Arch::Qwen3 && c.arch != Arch::Phi3 &&
-      c.arch != Arch::Qwen3Moe)
-    throw ModelError(in.path + ": convert writes llama, qwen2, qwen3, phi3 and qwen3moe, not " + c.arch_name);
-  if (c.arch != Arch::Qwen3Moe) return;
+      c.arch != Arch::Qwen3Moe && !qwen35)
+    throw ModelError(in.path + ": convert writes llama, qwen2, qwen3, phi3, qwen3moe, qwen35 and qwen35moe, not " + c.arch_name);
+  if (qwen35 && c.has_recurrent_state() && c.linear_value_head_dim != c.linear_key_head_dim)
+    throw ModelError(in.path + ": DeltaNet value heads of " + std::to_string(c.linear_value_head_dim) + " and key heads of " +
+                     std::to_string(c.linear_key_head_dim) + ": llama.cpp's " + c.arch_name +
+                     " reads one width for both (ssm.state_size), so the GGUF would not load there");
+  if (c.arch == Arch::Qwen35Moe && c.shared_expert_intermediate_size == 0)
+    throw ModelError(in.path + ": no shared expert, but llama.cpp's qwen35moe requires one (ffn_*_shexp)");
+  if (c.arch != Arch::Qwen3Moe && c.arch != Arch::Qwen35Moe) return;
   for (uint32_t l = 0; l < c.num_hidden_layers; ++l)
     if (c.layer(l).ffn != Ffn::Moe)
-      throw ModelError(in.path + ": layer " + std::to_string(l) +
-                       " has a dense FFN, but llama.cpp's qwen3moe has experts in every layer (mlp_only_layers, "
-                       "decoder_sparse_step), so the GGUF would not load there");
+      throw ModelError(in.path + ": layer " + std::to_string(l) + " has a dense FFN, but llama.cpp's " + c.arch_name +
+                       " has experts in every layer (mlp_only_layers, decoder_sparse_step), so the GGUF would not load there");
   if (!c.norm_topk_prob)
-    throw ModelError(in.path + ": norm_topk_prob is false, but llama.cpp's qwen3moe always renormalises the top-" +
+    throw ModelError(in.path + ": norm_topk_prob is false, but llama.cpp's " + c.arch_name + " always renormalises the top-" +
                      std::to_string(c.num_experts_per_tok) + " router weights (GGUF has no key for it)");
 }
 
@@ -259,7 +285,29 @@ void write_model(const ModelFile& in, const std::string& out_path, uint32_t file
     outs.push_back(OutTensor{name, std::move(parts), permute_hd, t, std::move(ne)});
   };
   mat("token_embd.weight", {&in.get("token_embd.weight")}, TensorRole::TokenEmbd, 0);
+  const bool qwen35 = c.arch == Arch::Qwen35 || c.arch == Arch::Qwen35Moe;
   for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (qwen35) {  // qwen35_layout.cpp lists them; HF's grouped value heads are tiled on the way
+      for (const Qwen35Tensor& q : qwen35_layer_tensors(c, l)) {
+        std::vector<const TensorView*> parts;
+        if (q.expert_role)
+          for (uint32_t e = 0; e < c.num_experts; ++e) parts.push_back(&in.get(expert_tensor(l, q.expert_role, e)));
+        else
+          parts.push_back(&in.get(q.source));
+        uint64_t n = 0;
+        for (const TensorView* p : parts) n += p->elements();
+        uint64_t want = 1;
+        for (uint64_t x : q.ne) want *= x;
+        if (n != want || (parts[0]->ne.size() > 1 && parts[0]->cols() != q.ne[0]))
+          throw ModelError(in.path + ": tensor " + parts[0]->name + ": " + parts[0]->shape_str() + " cannot be written as " +
+                           q.name + " " + shape_to_string(q.ne));
+        const bool vector = parts[0]->ne.size() == 1;  // also ffn_gate_inp_shexp, written [d, 1] as HF's [1, d]
+        OutTensor o{q.name, std::move(parts), 0, vector ? GgmlType::F32 : rule(q.role, l, q.ne[0]), q.ne};
+        if (!c.linear_v_heads_tiled) o.vheads = q.vheads, o.nk = c.linear_num_key_heads, o.nv = c.linear_num_value_heads;
+        outs.push_back(std::move(o));
+      }
+      continue;
+    }
     auto g = [&](const char* role, const char* suffix = "weight") { return &in.get(layer_tensor(l, role, suffix)); };
     const uint64_t hd = permute ? c.head_dim : 0;
     vec(layer_tensor(l, "attn_norm"), {g("attn_norm")});
@@ -318,7 +366,7 @@ void write_model(const ModelFile& in, const std::string& out_path, uint32_t file
     if (first.ne.size() == 1) {
       std::vector<float> values = vector_values(t);
       const uint64_t n = values.size();
-      w.add_tensor_f32(t.name, GgmlType::F32, {n}, std::move(values));
+      w.add_tensor_f32(t.name, GgmlType::F32, t.ne.empty() ? std::vector<uint64_t>{n} : t.ne, std::move(values));
     } else {
       const std::vector<uint64_t> ne = t.ne.empty() ? std::vector<uint64_t>{first.cols(), total_rows(t)} : t.ne;
       w.add_tensor_rows(t.name, t.type, ne, [t](uint8_t* out, uint64_t r, uint64_t n) { fill_rows(t, r, n, out); });
@@ -338,7 +386,8 @@ void convert_model(const ModelFile& in, const std::string& out_path, GgmlType ty
   const GgmlType head_type = convert_head_type(type);
   const bool tied = in.config.tie_word_embeddings;
   const TypeRule rule = [&](TensorRole role, uint32_t, uint64_t cols) {
-    if (role == TensorRole::FfnGateInp) return GgmlType::F32;  // llama.cpp's converter forces the router to F32
+    // llama.cpp's converter forces the router (and Qwen3.5's conv, shared expert gate) to F32
+    if (role == TensorRole::FfnGateInp || role == TensorRole::Unquantized) return GgmlType::F32;
     const bool head = role == TensorRole::Output || (tied && role == TensorRole::TokenEmbd);
     return convert_matrix_type(head ? head_type : type, cols);
   };

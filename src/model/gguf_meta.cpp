@@ -1,6 +1,7 @@
 #include "model/gguf_meta.h"
 
 #include "model/model_error.h"
+#include "model/qwen35_layout.h"
 
 namespace ztvm {
 
@@ -40,11 +41,12 @@ void write_config_metadata(GgufWriter& w, const ModelConfig& c, uint32_t file_ty
   w.set_f32(a + "rope.freq_base", c.rope_theta);
   w.set_f32(a + "attention.layer_norm_rms_epsilon", c.rms_norm_eps);
   w.set_u32(a + "vocab_size", c.vocab_size);
-  if (c.num_experts) {  // llama.cpp's qwen3moe: the router's width, top-k and each expert's rows
+  if (c.num_experts) {  // llama.cpp's qwen3moe / qwen35moe: the router's width, top-k and each expert's rows
     w.set_u32(a + "expert_count", c.num_experts);
     w.set_u32(a + "expert_used_count", c.num_experts_per_tok);
     w.set_u32(a + "expert_feed_forward_length", c.moe_intermediate_size);
   }
+  if (c.arch == Arch::Qwen35 || c.arch == Arch::Qwen35Moe) write_qwen35_metadata(w, c);
   if (c.pooling != Pooling::Unset)  // an embedding model's (gguf_config.cpp reads llama.cpp's numbers)
     w.set_u32(a + "pooling_type", c.pooling == Pooling::Mean ? 1 : c.pooling == Pooling::Cls ? 2 : 3);
   if (!c.rope_freq_factors_long.empty()) {

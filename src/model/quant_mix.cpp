@@ -63,7 +63,7 @@ bool use_more_bits(int layer, int n_layers) {
 GgmlType quant_mix_type(QuantMix mix, TensorRole role, uint32_t layer, uint32_t n_layers, bool tied, uint64_t cols,
                         uint32_t n_gqa, uint32_t n_expert) {
   // The router is small and decides which experts run: llama-quantize copies it as converted (F32).
-  if (role == TensorRole::FfnGateInp) return GgmlType::F32;
+  if (role == TensorRole::FfnGateInp || role == TensorRole::Unquantized) return GgmlType::F32;
   if (mix == QuantMix::F16) return fit_rows(GgmlType::F16, cols);
   if (mix == QuantMix::Q8_0) return fit_rows(GgmlType::Q8_0, cols);
   // The LM head decides next-token quality, so llama.cpp spends 6.5 bits on it (and on the

@@ -21,8 +21,13 @@ uint32_t quant_mix_file_type(QuantMix mix);
 
 // The weight roles whose type the mixture decides (1-D tensors are always F32 and not listed). A
 // mixture-of-experts layer's stacked ffn_{gate,up,down}_exps take the role of their dense twin, as
-// llama.cpp's category is the name's ffn_gate / ffn_up / ffn_down; its router is FfnGateInp.
-enum class TensorRole { TokenEmbd, Output, AttnQ, AttnK, AttnV, AttnQkv, AttnOutput, FfnGate, FfnUp, FfnDown, FfnGateInp };
+// llama.cpp's category is the name's ffn_gate / ffn_up / ffn_down; its router is FfnGateInp. Other:
+// a matrix llama-quantize gives the mixture's default type (Qwen3.5's attn_gate, ssm_beta, ssm_alpha,
+// ssm_out); Unquantized: one it leaves as the converter wrote it, F32 (ssm_conv1d, and the shared
+// expert's one-row gate ffn_gate_inp_shexp).
+enum class TensorRole {
+  TokenEmbd, Output, AttnQ, AttnK, AttnV, AttnQkv, AttnOutput, FfnGate, FfnUp, FfnDown, FfnGateInp, Other, Unquantized
+};
 
 // llama-quantize's rule (without an importance matrix) for a matrix of `cols`-element rows in layer
 // `layer` of `n_layers`, in a model of n_gqa query heads per key/value head:
@@ -34,7 +39,9 @@ enum class TensorRole { TokenEmbd, Output, AttnQ, AttnK, AttnV, AttnQkv, AttnOut
 //   sixteenth and Q4_K after, attn_output Q4_K;
 // - IQ4_XS: IQ4_XS; attn_v Q5_K where n_gqa >= 4, ffn_down Q5_K in the first eighth;
 // - the MoE router (ffn_gate_inp) is never quantized: F32 in every mixture, as llama.cpp's converter
-//   writes it and llama-quantize leaves it;
+//   writes it and llama-quantize leaves it; nor is an Unquantized matrix;
+// - Qwen3.5's DeltaNet input projection (attn_qkv) is in llama.cpp's attn_v category, as Phi-3's
+//   fused attn_qkv: one per layer with the attention layers' attn_v, so its index is the layer's;
 // - in a model of exactly 8 experts (llama.cpp's Mixtral rule, n_expert): attn_v and attn_k Q8_0 in
 //   every quantized mixture, attn_output Q5_K in Q3_K_M / Q4_K_M / IQ4_XS;
 // - a 256-block type on rows that are not a multiple of 256 falls back as llama.cpp's does: Q6_K ->

@@ -11,6 +11,7 @@
 #include "model/gguf_writer.h"
 #include "model/model_error.h"
 #include "model/model_file.h"
+#include "model/qwen35_layout.h"
 
 namespace ztvm {
 
@@ -145,7 +146,7 @@ void fill_random_rows(GgmlType t, uint64_t cols, uint64_t first_row, uint64_t n_
   }
 }
 
-const char* synth_shape_names() { return "llama-3.2-1b, qwen3-4b, phi-3-mini, qwen3-30b-a3b"; }
+const char* synth_shape_names() { return "llama-3.2-1b, qwen3-4b, phi-3-mini, qwen3-30b-a3b, qwen3.5-4b, qwen3.6-35b-a3b"; }
 
 ModelConfig synth_shape(const std::string& name) {
   ModelConfig c;
@@ -157,6 +158,17 @@ ModelConfig synth_shape(const std::string& name) {
   auto experts = [&](uint32_t n, uint32_t per_token, uint32_t ff) {
     c.num_experts = n, c.num_experts_per_tok = per_token, c.moe_intermediate_size = ff, c.norm_topk_prob = true;
     c.layer_kinds.assign(c.num_hidden_layers, LayerKind{Mixer::Attention, Ffn::Moe});
+  };
+  // Qwen3.5: gated DeltaNet layers (nk key heads, nv value heads, both `dim` wide, a 4-tap conv) with
+  // a gated attention layer every 4th (full_attention_interval), a quarter of each head rotated.
+  auto qwen35 = [&](bool moe, uint32_t nk, uint32_t nv, uint32_t dim) {
+    c.arch = moe ? Arch::Qwen35Moe : Arch::Qwen35, c.arch_name = moe ? "qwen35moe" : "qwen35";
+    c.linear_conv_kernel_dim = 4, c.linear_num_key_heads = nk, c.linear_num_value_heads = nv;
+    c.linear_key_head_dim = dim, c.linear_value_head_dim = dim, c.linear_v_heads_tiled = true;  // as GGUF stores them
+    c.rotary_dim = c.head_dim / 4, c.qk_norm = true;
+    const Ffn ffn = moe ? Ffn::Moe : Ffn::Dense;
+    c.layer_kinds.assign(c.num_hidden_layers, LayerKind{Mixer::GatedDeltaNet, ffn});
+    for (uint32_t l = 3; l < c.num_hidden_layers; l += 4) c.layer_kinds[l].mixer = Mixer::GatedAttention;
   };
   if (name == "llama-3.2-1b") {  // meta-llama/Llama-3.2-1B config.json
     c.arch = Arch::Llama, c.arch_name = "llama", c.name = "Llama-3.2-1B";
@@ -180,6 +192,27 @@ ModelConfig synth_shape(const std::string& name) {
     experts(128, 8, 768);
     c.rope_theta = 1000000.f, c.rms_norm_eps = 1e-6f, c.max_position_embeddings = 40960;
     c.tie_word_embeddings = false, c.qk_norm = true, c.bos_token_id = 151643, c.eos_token_ids = {151645};
+  } else if (name == "qwen3.5-4b") {  // Qwen/Qwen3.5-4B config.json (text_config)
+    c.name = "Qwen3.5-4B";
+    dims(248320, 2560, 9216, 32, 16, 4, 256);
+    qwen35(false, 16, 32, 128);
+    c.rope_theta = 10000000.f, c.rms_norm_eps = 1e-6f, c.max_position_embeddings = 262144;
+    c.tie_word_embeddings = true;
+  } else if (name == "qwen3.6-35b-a3b") {  // Qwen/Qwen3.6-35B-A3B (text_config; Qwen3.5-35B-A3B's shapes)
+    c.name = "Qwen3.6-35B-A3B";
+    dims(248320, 2048, 512, 40, 16, 2, 256);
+    experts(256, 8, 512);
+    c.shared_expert_intermediate_size = 512;
+    qwen35(true, 16, 32, 128);
+    c.rope_theta = 10000000.f, c.rms_norm_eps = 1e-6f, c.max_position_embeddings = 262144;
+    c.tie_word_embeddings = false;
+  } else if (name == "tiny-qwen35" || name == "tiny-qwen35moe") {  // for tests: 4 layers, the 4th attention
+    const bool moe = name == "tiny-qwen35moe";
+    c.name = name;
+    dims(0, 256, 512, 4, 4, 2, 64);
+    if (moe) experts(4, 2, 256), c.shared_expert_intermediate_size = 256;
+    qwen35(moe, 2, 4, 64);
+    c.rope_theta = 10000000.f, c.rms_norm_eps = 1e-6f;
   } else if (name == "tiny-moe") {  // for tests: a 2-layer qwen3moe, 4 experts of 256 rows, 2 a token
     c.arch = Arch::Qwen3Moe, c.arch_name = "qwen3moe", c.name = "tiny-moe";
     dims(0, 256, 512, 2, 8, 4, 32);
@@ -213,7 +246,20 @@ std::vector<SynthTensor> synth_plan(const ModelConfig& c, QuantMix mix) {
   auto norm = [&](std::string name, uint64_t n) { plan.push_back({std::move(name), GgmlType::F32, {n}, true}); };
 
   matrix("token_embd.weight", TensorRole::TokenEmbd, 0, d, v);
+  const bool qwen35 = c.arch == Arch::Qwen35 || c.arch == Arch::Qwen35Moe;
   for (uint32_t l = 0; l < nl; ++l) {
+    if (qwen35) {
+      for (Qwen35Tensor& t : qwen35_layer_tensors(c, l)) {
+        if (t.ne.size() == 1) {
+          plan.push_back({std::move(t.name), GgmlType::F32, std::move(t.ne), true, t.constant});
+          continue;
+        }
+        const uint32_t gqa = c.num_attention_heads / std::max(1u, c.num_key_value_heads);
+        const GgmlType type = quant_mix_type(mix, t.role, l, uint32_t(nl), c.tie_word_embeddings, t.ne[0], gqa, c.num_experts);
+        plan.push_back({std::move(t.name), type, std::move(t.ne)});
+      }
+      continue;
+    }
     norm(layer_tensor(l, "attn_norm"), d);
     if (fused) {
       matrix(layer_tensor(l, "attn_qkv"), TensorRole::AttnQkv, l, d, q + 2 * kv);
@@ -273,7 +319,7 @@ void synth_model(ModelConfig c, QuantMix mix, const GgufFile* vocab, const std::
   for (const SynthTensor& t : synth_plan(c, mix)) {
     written_types.push_back(t.type);
     if (t.ones) {
-      w.add_tensor_f32(t.name, GgmlType::F32, t.ne, std::vector<float>(t.ne[0], 1.f));
+      w.add_tensor_f32(t.name, GgmlType::F32, t.ne, std::vector<float>(t.ne[0], t.value));
       continue;
     }
     // In row ranges: a row's bytes depend only on (seed, row), so chunking changes nothing.

@@ -20,18 +20,21 @@ namespace ztvm {
 
 // The named shapes, from the real models' config.json: "llama-3.2-1b", "qwen3-4b", "phi-3-mini"
 // (Phi-3-mini-4k), "qwen3-30b-a3b" (qwen3moe: 128 experts of 768 rows, 8 a token, in all 48
-// layers), and for tests "tiny" (a 2-layer llama) and "tiny-moe" (a 2-layer qwen3moe, 4 experts);
-// the tiny ones have vocab_size 0: taken from the vocabulary. Throws ModelError listing the names
-// for an unknown one.
+// layers), "qwen3.5-4b" (qwen35: 24 gated DeltaNet and 8 gated attention layers) and
+// "qwen3.6-35b-a3b" (qwen35moe: the same layout over 40 layers, 256 experts of 512 rows, 8 a token,
+// and a shared expert); and for tests "tiny" (a 2-layer llama), "tiny-moe" (a 2-layer qwen3moe, 4
+// experts), "tiny-qwen35" and "tiny-qwen35moe" (4 layers: 3 DeltaNet, 1 attention); the tiny ones
+// have vocab_size 0: taken from the vocabulary. Throws ModelError listing the names for an unknown one.
 ModelConfig synth_shape(const std::string& name);
-const char* synth_shape_names();  // "llama-3.2-1b, qwen3-4b, phi-3-mini, qwen3-30b-a3b" (tiny ones not advertised)
+const char* synth_shape_names();  // "llama-3.2-1b, qwen3-4b, ..., qwen3.6-35b-a3b" (tiny ones not advertised)
 
 // One tensor of the file, in write order (RoPE factor tensors excluded: they come from the config).
 struct SynthTensor {
   std::string name;
   GgmlType type = GgmlType::F32;
   std::vector<uint64_t> ne;  // ggml order: {cols, rows}, {cols, rows, experts} or {n}
-  bool ones = false;         // 1-D norm weight: all 1.0 (random norms would only rescale)
+  bool ones = false;         // a 1-D tensor of one value: norms 1.0 (random norms would only rescale)
+  float value = 1.f;         // ... that value (Qwen3.5's DeltaNet decay ssm_a -1, its ssm_dt bias 0)
 };
 // Rows of a tensor as ggml lays them out: the product of ne[1..] (1 for a vector).
 inline uint64_t tensor_rows(const SynthTensor& t) {
@@ -43,7 +46,8 @@ inline uint64_t tensor_rows(const SynthTensor& t) {
 // The tensors llama.cpp's converter + llama-quantize would write for this config and mixture:
 // llama.cpp names, Phi-3's fused attn_qkv and ffn_up (gate rows first), no output.weight when tied;
 // a mixture-of-experts layer's random F32 router (ffn_gate_inp, so routing picks distinct experts
-// per token) and its three stacked ffn_{gate,up,down}_exps.
+// per token) and its three stacked ffn_{gate,up,down}_exps; Qwen3.5's layers as qwen35_layout.h
+// lists them (the DeltaNet conv and the shared expert's gate F32).
 std::vector<SynthTensor> synth_plan(const ModelConfig& c, QuantMix mix);
 // Sum of the tensors' data bytes (without the file's alignment padding).
 uint64_t synth_data_bytes(const std::vector<SynthTensor>& plan);
