@@ -7,6 +7,8 @@
 // - GROUPED (longer passes): job i is the i-th expert that some pair chose, with all of its pairs
 //   (moe_sort.wgsl's plan), TT pairs at a time: each expert's rows come from memory once a pass, not
 //   once a token, and the pairs after the first read them from the cache.
+// - by token (WTS = moe_wts_binding, one-token passes of the down projection): job i is token i, its
+//   K pairs at once (TT = K), each from its own expert's rows, summed weighted into y's row i.
 // X_PER_PAIR: pairs that share one x row (gate|up: the K experts of a token read its x; down: each
 // pair its own h row, 1). GATED as in gemm.wgsl (rows r and r + ROWS of the expert).
 //!include common
@@ -17,6 +19,7 @@
 //!include XOUT x_out_none
 //!include matvec_sums
 //!include YOUT y_plain
+//!include WTS moe_wts_none
 
 override ROWS: u32;         // rows of one expert's output (per half when GATED)
 override COLS: u32;
@@ -46,6 +49,7 @@ const XQ_BINDING = X_BINDINGS;
 
 var<workgroup> job: vec3u;  // (expert, first, end) of the workgroup's pairs in the list
 var<private> chunk: array<u32, 16>;  // the pairs of the TT being summed
+var<private> bases: array<u32, 16>;  // ... and the first row of each one's expert
 fn out_row(t: u32) -> u32 { return chunk[t]; }
 
 @compute @workgroup_size(WG)
@@ -54,7 +58,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let flat = flat_group(wid, nwg);
   let slot = flat / ROW_GROUPS;
   if (lid == 0u) {
-    if (!GROUPED) {
+    if (COMBINE) {
+      job = select(vec3u(0u), vec3u(0u, slot * K, slot * K + K), slot < step.n_tokens);
+    } else if (!GROUPED) {
       job = select(vec3u(0u), vec3u(ids[slot], slot, slot + 1u), slot < step.n_tokens * K);
     } else if (slot < ids[2u * E + 1u]) {
       let e = ids[E + 1u + slot];
@@ -68,7 +74,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   w_prologue(lid, WG);
   let lane = lid % LANES;
   let row0 = (flat % ROW_GROUPS) * GROUPS * RPL + (lid / LANES) * RPL;
-  let base = jb.x * EXPERT_ROWS;
   let rb = w_row_bytes();
   let list = 2u * E + 2u;  // where the plan's list starts
   for (var p0 = jb.y; p0 < jb.z; p0 += TT) {
@@ -76,6 +81,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var t = 0u; t < TT; t++) {  // pairs past the end repeat the last (write_sums drops them)
       let p = min(p0 + t, jb.z - 1u);
       chunk[t] = select(p, ids[list + p], GROUPED);
+      bases[t] = select(jb.x, ids[p], COMBINE) * EXPERT_ROWS;
     }
     // [half][pair][row], zeroed explicitly for each chunk: lavapipe kept the sums of the chunk before
     // from a plain `var acc: array<f32, 32>;` here (every chunk after the first was wrong).
@@ -84,13 +90,29 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var t = 0u; t < TT; t++) {
         var xu = x_unit(chunk[t] / X_PER_PAIR, s);
         for (var j = 0u; j < RPL; j++) {
-          let r = base + min(row0 + j, ROWS - 1u);  // rows past the end repeat the last (dropped too)
+          let r = bases[t] + min(row0 + j, ROWS - 1u);  // rows past the end repeat the last (dropped too)
           acc[t * RPL + j] += w_dot(r * rb, s, &xu);
           if (GATED) { acc[(TT + t) * RPL + j] += w_dot((r + ROWS) * rb, s, &xu); }
         }
       }
     }
-    write_sums(&acc, lid, row0, 0u, nt, x_scale(), ROWS);
+    if (COMBINE) {
+      write_weighted(&acc, lid, row0, jb.y / K);
+    } else {
+      write_sums(&acc, lid, row0, 0u, nt, x_scale(), ROWS);
+    }
     workgroupBarrier();  // write_sums reads red after its barrier: the next chunk's sums wait for it
+  }
+}
+
+// By token: y[token, row] = sum over its K pairs of the pair's weight times its sum for the row.
+fn write_weighted(acc: ptr<function, array<f32, 32>>, lid: u32, row0: u32, token: u32) {
+  for (var j = 0u; j < RPL * TT; j++) { red[j * (WG + 1u) + lid] = (*acc)[j]; }
+  workgroupBarrier();
+  let lane = lid % LANES;
+  if (lane < RPL && row0 + lane < ROWS) {
+    var r = 0.0;
+    for (var t = 0u; t < TT; t++) { r += pair_weight(chunk[t]) * lane_sum(t * RPL + lane, lid - lane); }
+    y[token * ROWS + row0 + lane] = r * x_scale();
   }
 }

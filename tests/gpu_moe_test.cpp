@@ -5,6 +5,8 @@
 // reads, in passes of one token, a few and more than the int8 matvec's token groups.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "engine/gpu_layout.h"
 #include "gpu_kernels_rig.h"
 
@@ -32,7 +34,7 @@ TEST(Moe, RouteMatchesCpu) {
   gpu::Kernels k(device());
   struct Case { uint32_t T, E, K; bool norm; };
   for (const Case c : {Case{3, 4, 2, true}, Case{5, 8, 8, true}, Case{2, 130, 8, true}, Case{4, 128, 8, false},
-                       Case{1, 256, 1, true}, Case{70, 6, 3, true}}) {
+                       Case{1, 256, 1, true}, Case{70, 6, 3, true}, Case{2, 600, 8, true}}) {
     std::vector<float> logits = random_vec((size_t)c.T * c.E, 7 + c.E, 2.f);
     // Ties: token 0's experts 1 and 2 equal and the largest; the lower index goes first.
     logits[2] = logits[1] = 9.f;
@@ -103,10 +105,17 @@ class MoeTypeTest : public ::testing::TestWithParam<GgmlType> {};
 TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
   const GgmlType t = GetParam();
   const bool int8 = int8_dot_type(t);
-  const uint32_t E = 6, K = 3, ff = block_elems(t) == 32 ? 160 : 256, d = block_elems(t) == 32 ? 288 : 256;
+  const uint32_t ff = block_elems(t) == 32 ? 160 : 256, d = block_elems(t) == 32 ? 288 : 256;
   gpu::Kernels k(device());
-  const TestExperts x(t, E, ff, d);
-  for (uint32_t T : {1u, 3u, 70u}) {  // 70: experts of up to ~50 pairs, in chunks of TT
+  // 3 of 6 experts; and 8 of 16 (Qwen3-MoE's k) for two types: the one-token down projection sums
+  // 8 pairs in a workgroup.
+  struct Shape { uint32_t E, K, T; };
+  std::vector<Shape> shapes = {{6, 3, 1}, {6, 3, 3}, {6, 3, 70}};  // 70: experts of up to ~50 pairs, in chunks of TT
+  if (t == GgmlType::Q4_K || t == GgmlType::F32) shapes.insert(shapes.end(), {{16, 8, 1}, {16, 8, 5}});
+  std::unique_ptr<TestExperts> experts;
+  for (const auto [E, K, T] : shapes) {
+    if (!experts || experts->gpu.count != E) experts = std::make_unique<TestExperts>(t, E, ff, d);
+    const TestExperts& x = *experts;
     const std::vector<float> xb = random_vec((size_t)T * d, 40 + T), logits = random_vec((size_t)T * E, 50 + T, 2.f);
     // The twin: per token its route, each expert's gate|up on x (as int8 units where the GPU reads
     // them so), then down on h (so too), summed with the router's weights.
@@ -125,13 +134,14 @@ TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
     }
     std::string roles;
     const std::vector<float> got = run_ffn(k, x, xb, logits, T, K, &roles);
-    const std::string at = std::string(type_name(t)) + " T=" + std::to_string(T);
+    const std::string at = std::string(type_name(t)) + " T=" + std::to_string(T) + " K=" + std::to_string(K);
     const std::string s = weight_snippet(t).substr(7);
-    // One token by pair; more grouped by expert, after the plan (moe_sort).
+    // One token by pair, its down projection by token with the weighted sum in it; more grouped by
+    // expert, after the plan (moe_sort), then the combine.
     const std::string g = T == 1 ? "" : "_grouped", sort = T == 1 ? "" : " moe_sort", q8 = int8 ? "q8_" : "";
-    const std::string quantize = int8 ? " quantize_q8" : "";
+    const std::string quantize = int8 ? " quantize_q8" : "", down = T == 1 ? "_combine" : "_grouped moe_combine";
     EXPECT_EQ(roles, "moe_route" + sort + quantize + " matvec_moe_" + q8 + s + "_gated" + g + quantize + " matvec_moe_" + q8 +
-                         s + g + " moe_combine") << at;
+                         s + down) << at;
     // int8: h is quantized again for down, and an h the GPU sums a rounding apart may land on the other
     // side of a unit's step (1/127 of its max), a few in 50,000 at T=70: 3e-8 measured (one matmul: 1e-9).
     EXPECT_LT(nmse(got, std::vector<float>(want.begin(), want.end())), int8 ? 1e-7 : 1e-10) << at;

@@ -111,8 +111,8 @@ void GraphBuilder::lower(size_t i) {
         else if constexpr (std::is_same_v<T, CombineArgs>) lower_combine(i, a);
         else if constexpr (std::is_same_v<T, CopyArgs>) lower_copy(i, a);
         else if constexpr (std::is_same_v<T, MoeRouteArgs>) lower_moe_route(a);
-        else if constexpr (std::is_same_v<T, MoeMatmulArgs>) lower_moe_matmul(a);
-        else if constexpr (std::is_same_v<T, MoeCombineArgs>) lower_moe_combine(a);
+        else if constexpr (std::is_same_v<T, MoeMatmulArgs>) lower_moe_matmul(i, a);
+        else if constexpr (std::is_same_v<T, MoeCombineArgs>) lower_moe_combine(i, a);
         else if constexpr (std::is_same_v<T, DeltaConvArgs>) lower_deltanet_conv(a);
         else if constexpr (std::is_same_v<T, DeltaScanArgs>) lower_deltanet_scan(a);
         else if constexpr (std::is_same_v<T, GatedNormArgs>) lower_gated_rmsnorm(a);

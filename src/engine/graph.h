@@ -260,6 +260,10 @@ class GraphBuilder {
     // makes the queries in flash passes (rope_kv then only the keys and values), in short decode
     // steps and in split decode steps (the heads then).
     bool rope_in_matvec = false, q_in_flash = false, q_in_decode = false, q_in_decode_split = false;
+    // The experts' matmuls: gate|up reads the int8 units its x's norm stored (no quantize_q8); the
+    // down projection's one-token passes do this moe_combine's weighted sum themselves (by token).
+    bool moe_x_made = false;
+    size_t moe_combine = kNone;
   };
   std::vector<Fusion> fuse_;
   void plan();
@@ -268,6 +272,8 @@ class GraphBuilder {
   void fuse_gated_h(size_t i, const MatmulArgs& m);
   void fuse_rope_into_matvec(size_t i, const RopeArgs& r);
   void fuse_rope_into_attention(size_t i, const AttnArgs& a);
+  void fuse_moe_x(size_t i, const MoeMatmulArgs& m);
+  void fuse_moe_combine(size_t i, const MoeCombineArgs& c);
   bool reads_q8(const MatmulArgs& m) const;  // some part's matvec/GEMM reads x as int8 units
   bool read_after(size_t i, const gpu::Buffer* b) const;  // a node after i reads b before a norm rewrites it
   static bool all_q8(const Matrix& w);
@@ -294,8 +300,8 @@ class GraphBuilder {
   void lower_pick(const PickArgs& a);
   void lower_copy(size_t i, const CopyArgs& a);
   void lower_moe_route(const MoeRouteArgs& a);
-  void lower_moe_matmul(const MoeMatmulArgs& a);
-  void lower_moe_combine(const MoeCombineArgs& a);
+  void lower_moe_matmul(size_t i, const MoeMatmulArgs& a);
+  void lower_moe_combine(size_t i, const MoeCombineArgs& a);
   void lower_deltanet_conv(const DeltaConvArgs& a);
   void lower_deltanet_scan(const DeltaScanArgs& a);
   void lower_gated_rmsnorm(const GatedNormArgs& a);

@@ -26,6 +26,10 @@ void GraphBuilder::plan() {
       fuse_rope_into_matvec(i, *r);
     } else if (const AttnArgs* a = args<AttnArgs>(i)) {
       fuse_rope_into_attention(i, *a);
+    } else if (const MoeMatmulArgs* e = args<MoeMatmulArgs>(i)) {
+      fuse_moe_x(i, *e);
+    } else if (const MoeCombineArgs* c = args<MoeCombineArgs>(i)) {
+      fuse_moe_combine(i, *c);
     }
   }
 }
@@ -177,6 +181,33 @@ void GraphBuilder::fuse_rope_into_attention(size_t i, const AttnArgs& a) {
     f.q_in_decode = r.q_in_decode = true;
     f.q_in_decode_split = r.q_in_decode_split = !r.rope_in_matvec;
   }
+}
+
+
+// The experts' gate|up matmul reads its x as int8 units: where the norm that made x can store them
+// too (emits_q8), it does, over every pass the experts read (q8_max_ tokens), and the experts skip
+// their quantize_q8. Between the two only the router's matmul and the route may run: they leave the
+// units alone (a quantized router's quantize_q8 would store the same ones).
+void GraphBuilder::fuse_moe_x(size_t i, const MoeMatmulArgs& m) {
+  if (!m.gate_up || !xq_ || !q8_x_type(m.e->gate_up_type)) return;
+  for (size_t j = i; j-- > 0;) {
+    if (const MatmulArgs* r = args<MatmulArgs>(j); r && r->x == m.x && r->y != m.x) continue;
+    if (args<MoeRouteArgs>(j)) continue;
+    if (!emits_q8(j, *m.x)) return;
+    fuse_[j].q8_max = std::max(fuse_[j].q8_max, q8_max_);
+    fuse_[i].moe_x_made = true;
+    return;
+  }
+}
+
+// One-token passes: the experts' down projection sums its K pairs weighted into the combine's
+// output itself (matvec_moe.wgsl by token), and the combine skips them (one dispatch a layer and
+// the [K][hidden] rows between them saved).
+void GraphBuilder::fuse_moe_combine(size_t i, const MoeCombineArgs& c) {
+  const MoeMatmulArgs* m = i > 0 ? args<MoeMatmulArgs>(i - 1) : nullptr;
+  if (!m || m->gate_up || m->y != c.ys || m->k != c.k || c.k > 16) return;
+  fuse_[i - 1].moe_combine = i;
+  fuse_[i].skip_one_token = true;
 }
 
 }  // namespace ztvm

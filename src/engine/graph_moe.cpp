@@ -37,7 +37,7 @@ void GraphBuilder::lower_moe_route(const MoeRouteArgs& a) {
 // gate|up: ROWS = ff per half, x = the token's row (k pairs share it); down: ROWS = hidden, x = the
 // pair's h. Quantized experts read x as int8 units (quantize_q8 first, over the whole pass), as the
 // dense matvecs do; F32/F16/BF16 experts read it as f32.
-void GraphBuilder::lower_moe_matmul(const MoeMatmulArgs& a) {
+void GraphBuilder::lower_moe_matmul(size_t i, const MoeMatmulArgs& a) {
   const Experts& e = *a.e;
   const GgmlType type = a.gate_up ? e.gate_up_type : e.down_type;
   const uint32_t rows = a.gate_up ? e.ff : e.hidden, cols = a.gate_up ? e.hidden : e.ff;
@@ -52,7 +52,7 @@ void GraphBuilder::lower_moe_matmul(const MoeMatmulArgs& a) {
     const uint64_t units = (uint64_t)q8_max_ * x_cols / 32;
     if (xq_->size() < units * 32 || xs_->size() < units * 8)
       throw ModelError("int8 x buffers hold " + std::to_string(xq_->size()) + " bytes, " + std::to_string(units * 32) + " needed");
-    add_quantize_q8(*a.x, x_cols, true, q8_max_);  // every pass (always_single)
+    if (!fuse_[i].moe_x_made) add_quantize_q8(*a.x, x_cols, true, q8_max_);  // every pass (always_single)
   }
   // As a plain one-token matvec of these rows and columns (matvec_shape).
   MatrixPart part;
@@ -79,7 +79,7 @@ void GraphBuilder::lower_moe_matmul(const MoeMatmulArgs& a) {
                   : std::vector<gpu::Binding>{*a.y, *a.x, w, list, *step_};
   };
   MoeMatmulOp& op = add<MoeMatmulOp>(key, bind(*a.ids));
-  op.k = a.k, op.experts = e.count, op.row_groups = row_groups;
+  op.k = a.k, op.experts = e.count, op.row_groups = op.main_row_groups = row_groups;
   op.bytes_per_expert = w.size() / e.count;
   op.main.role = (int8_x ? "matvec_moe_q8_" : "matvec_moe_") + snippet.substr(7) + (a.gate_up ? "_gated" : "");
   // Grouped: TT pairs at a time where their 2 x RPL x TT sums fit the 32 and the reduction's
@@ -90,11 +90,28 @@ void GraphBuilder::lower_moe_matmul(const MoeMatmulArgs& a) {
   while (tt > 1 && (2 * sh.rpl * tt > 32 || 2ull * sh.rpl * tt * (sh.groups * sh.lanes + 1) * 4 > 16384)) tt /= 2;
   gk.constants["TT"] = tt;
   op.grouped = variant(gk, bind(*a.plan), "matvec_moe_grouped:" + a.y->label(), op.main.role + "_grouped");
+  if (fuse_[i].moe_combine == kNone) return;
+  // By token (one-token passes): the K pairs' sums of RPL rows each, 2 RPL K (WG + 1) floats of
+  // workgroup memory within 16 KB; the output is the combine's, each pair weighted by wts.
+  const MoeCombineArgs& cb = std::get<MoeCombineArgs>(nodes_[fuse_[i].moe_combine].args);
+  uint32_t rpl = sh.rpl;
+  while (rpl > 1 && (rpl * a.k > 32 || 2ull * rpl * a.k * (sh.groups * sh.lanes + 1) * 4 > 16384)) rpl /= 2;
+  gpu::KernelKey tk = key;
+  tk.includes["WTS"] = "moe_wts_binding";
+  tk.constants["TT"] = a.k, tk.constants["RPL"] = rpl;
+  op.main_row_groups = (rows + sh.groups * rpl - 1) / (sh.groups * rpl);
+  tk.constants["ROW_GROUPS"] = op.main_row_groups;
+  std::vector<gpu::Binding> b = int8_x ? std::vector<gpu::Binding>{*cb.y, *xq_, w, *xs_, *a.ids, *step_}
+                                       : std::vector<gpu::Binding>{*cb.y, *a.x, w, *a.ids, *step_};
+  b.push_back(*cb.wts);
+  op.main = variant(tk, b, "matvec_moe_combine:" + cb.y->label(), op.main.role + "_combine");
+  op.by_token = true;
 }
 
-void GraphBuilder::lower_moe_combine(const MoeCombineArgs& a) {
+void GraphBuilder::lower_moe_combine(size_t i, const MoeCombineArgs& a) {
   RowOp& op = add<RowOp>({"moe_combine", {}, {{"D", a.d}, {"K", a.k}}}, {*a.y, *a.ys, *a.wts, *step_});
   op.a = (a.d + 63) / 64;
+  op.skip_one_token = fuse_[i].skip_one_token;
 }
 
 }  // namespace ztvm

@@ -76,7 +76,7 @@ void AttentionOp::encode(gpu::Recorder& rec, const Pass& p) const {
 
 void MoeMatmulOp::encode(gpu::Recorder& rec, const Pass& p) const {
   const uint32_t n = p.n_tokens;
-  if (n == 1 || !grouped) return main.run(rec, k * n * row_groups, bytes_per_expert * k * n);
+  if (n == 1 || !grouped) return main.run(rec, (by_token ? 1 : k) * n * main_row_groups, bytes_per_expert * k * n);
   const uint32_t jobs = std::min(experts, k * n);
   grouped.run(rec, jobs * row_groups, bytes_per_expert * jobs);
 }

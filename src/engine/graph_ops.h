@@ -135,7 +135,9 @@ struct FixedOp : Op {
 // at most min(experts, n k) of them, from moe_sort's plan).
 struct MoeMatmulOp : Op {
   Variant main, grouped;
-  uint32_t k = 0, experts = 0, row_groups = 0;
+  uint32_t k = 0, experts = 0, row_groups = 0;  // row_groups: workgroups a job of `grouped`
+  uint32_t main_row_groups = 0;                 // ... of `main`
+  bool by_token = false;                        // main's jobs are tokens (the down projection with the combine)
   uint64_t bytes_per_expert = 0;  // for profiles' GB/s
   void encode(gpu::Recorder& rec, const Pass& p) const override;
 };
