@@ -29,7 +29,7 @@ mkdir -p "$RAW" "$MODEL_DIR"
 exec > >(tee -a "$OUT/run.log") 2>&1
 # The vocab files travel in the tree (testdata/vocab/*.xz), not in the carry: unpacked here.
 mkdir -p "$B/vocab"
-for v in llama-bpe qwen2 phi-3; do
+for v in llama-bpe qwen2 phi-3 qwen35; do
   f="$ROOT/testdata/vocab/ggml-vocab-$v.gguf.xz" g="$B/vocab/ggml-vocab-$v.gguf"
   [ -s "$g" ] || xz -dc "$f" > "$g" 2>/dev/null ||
     python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$f" > "$g"
@@ -121,10 +121,13 @@ if [ -z "$LB" ]; then
 fi
 
 # --- models -------------------------------------------------------------------------------------
+# Qwen3.5/3.6: llama.cpp's qwen35 test vocabulary (Qwen2's 151,936 tokens, the qwen35 pre-tokenizer),
+# padded by synth to the real 248,320 embedding rows as llama.cpp's converter pads a short one.
 vocab_for() {
   case $1 in
     llama-3.2-1b) echo "$B/vocab/ggml-vocab-llama-bpe.gguf" ;;
     qwen3-4b | qwen3-30b-a3b) echo "$B/vocab/ggml-vocab-qwen2.gguf" ;;
+    qwen3.5-4b | qwen3.6-35b-a3b) echo "$B/vocab/ggml-vocab-qwen35.gguf" ;;
     phi-3-mini | tiny) echo "$B/vocab/ggml-vocab-phi-3.gguf" ;;  # tiny: dry runs of this script
   esac
 }
@@ -132,9 +135,9 @@ READY=""
 for m in $MODELS; do
   shape=${m%%:*} quant=${m##*:} tag=${m/:/_}
   f=$MODEL_DIR/$tag.gguf
-  # A 30B MoE file is ~17 GB: minutes of writing, not seconds.
+  # A 30B/35B MoE file is 17-21 GB: up to minutes of writing (30B: 10 s in a recorded run), not seconds.
   limit=150
-  case $shape in *-a3b) limit=300 ;; esac
+  case $shape in *-a3b) limit=300 ;; esac  # qwen3-30b-a3b, qwen3.6-35b-a3b
   if [ -n "${REUSE_MODELS:-}" ] && [ -s "$f" ]; then  # written by an earlier call on this warm machine
     log "reusing $f"
     READY="$READY $m"
