@@ -28,7 +28,10 @@ struct ConvertOptions {
 // blk.N.ffn_gate_inp.weight ([hidden, experts]) F32 whatever `type`, and each role's experts stacked
 // into one tensor, blk.N.ffn_{gate,up}_exps.weight ne [hidden, ff, experts] and ffn_down_exps
 // [ff, hidden, experts]. It throws ModelError, before writing, for what llama.cpp's qwen3moe cannot
-// express: a dense layer, or norm_topk_prob false.
+// express: a dense layer, or norm_topk_prob false. Qwen3.5 (qwen35, qwen35moe) is written as its
+// converter writes it, layer by layer as qwen35_layout.h lists (the DeltaNet's value heads tiled
+// when the source has them grouped, ssm_conv1d and ffn_gate_inp_shexp F32); refused: value heads
+// narrower or wider than key heads, or qwen35moe without a shared expert.
 void convert_model(const ModelFile& in, const std::string& out_path, GgmlType type, const GgufFile* vocab_source,
                    const ConvertOptions& options = {});
 // The same with a llama-quantize mixture's per-tensor types (quant_mix_type: "Q4_K_M" etc., as
