@@ -234,6 +234,13 @@ TEST(Qwen35Convert, IrregularLayersAreListed) {
   EXPECT_EQ(m->gguf->find_value("qwen35.full_attention_interval"), nullptr);
   EXPECT_EQ(m->gguf->get_int_array("qwen35.attention.recurrent_layers"), (std::vector<int64_t>{1, 0, 1, 1}));
   EXPECT_EQ(m->config.layer_kinds, c.layer_kinds);
+  // No attention layer at all (synth --layers 3): an interval no layer reaches.
+  c.num_hidden_layers = 3;
+  c.layer_kinds.assign(3, LayerKind{Mixer::GatedDeltaNet, Ffn::Dense});
+  synth_model(c, QuantMix::Q8_0, nullptr, dir.file("d.gguf"));
+  auto all = open_model(dir.file("d.gguf"));
+  EXPECT_EQ(all->gguf->get_uint("qwen35.full_attention_interval"), 4u);
+  EXPECT_EQ(all->config.layer_kinds, c.layer_kinds);
 }
 
 TEST(Qwen35Convert, RefusesWhatLlamaCppCannotLoad) {

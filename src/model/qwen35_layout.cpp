@@ -79,7 +79,7 @@ uint32_t qwen35_full_attention_interval(const ModelConfig& c) {
   uint32_t every = 0;
   for (uint32_t l = 0; l < c.num_hidden_layers && !every; l++)
     if (c.layer(l).mixer != Mixer::GatedDeltaNet) every = l + 1;
-  if (!every) return 0;
+  if (!every) return c.num_hidden_layers + 1;  // all DeltaNet (synth --layers): an interval past the last
   for (uint32_t l = 0; l < c.num_hidden_layers; l++)
     if ((c.layer(l).mixer == Mixer::GatedDeltaNet) != ((l + 1) % every != 0)) return 0;
   return every;

@@ -49,8 +49,9 @@ void write_qwen35_metadata(GgufWriter& w, const ModelConfig& c);
 // RoPE; one leaving pairs to the fourth section would not be.
 std::vector<int32_t> qwen35_rope_sections(uint32_t rotary_dim);
 
-// Every full_attention_interval-th layer is attention, the others gated DeltaNet: that interval,
-// or 0 when the layers follow no such rule (then attention.recurrent_layers lists them).
+// Every full_attention_interval-th layer is attention, the others gated DeltaNet: that interval
+// (layers + 1 when none is attention), or 0 when the layers follow no such rule (then
+// attention.recurrent_layers lists them: a bool array, which older llama.cpp builds may not read).
 uint32_t qwen35_full_attention_interval(const ModelConfig& c);
 
 }  // namespace ztvm
