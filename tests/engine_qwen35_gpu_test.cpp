@@ -4,8 +4,8 @@
 // gated_rmsnorm, sigmoid_gate) match transformers' logits and greedy tokens: in one prefill pass, in
 // chunks that carry the DeltaNet state (down to one-token passes), and over a 40-token sequence
 // against the CPU reference; quantized on load (Q8_0, Q4_K), against the CPU reference's int8-x twin.
-// A second call with the same or a shorter prompt re-runs it from position 0 (the state cannot be cut
-// back to a prefix).
+// A second call with the same or a shorter prompt resumes from a snapshot of the state inside it, or
+// from position 0 (engine_qwen35_reuse_test covers prefix reuse).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -59,7 +59,8 @@ void expect_matches_transformers(const std::string& dir, uint32_t max_chunk) {
   gen.reset();
   EXPECT_EQ(greedy(gen, ids, (uint32_t)want_greedy.size()), want_greedy);
   // The same prompt again: the cache holds it, but the DeltaNet state is past it, so the prompt runs
-  // from position 0 again; then a shorter one, and the whole one once more.
+  // from a snapshot before its last token (chunks of 5) or from position 0; then a shorter one, and
+  // the whole one once more.
   EXPECT_EQ(greedy(gen, ids, (uint32_t)want_greedy.size()), want_greedy);
   greedy(gen, std::vector<int32_t>(ids.begin(), ids.begin() + 9), 3);
   EXPECT_EQ(greedy(gen, ids, (uint32_t)want_greedy.size()), want_greedy);

@@ -84,6 +84,11 @@ Engine load_engine(const EngineOptions& o, bool quiet) {
     std::fprintf(stderr, "ztvm: %s (%s, %u layers) on %s [%s] — ctx %u, loaded in %.2f s\n", e.model->path.c_str(),
                  e.model->config.arch_name.c_str(), e.model->config.num_hidden_layers, e.device->info().device.c_str(),
                  e.device->info().backend.c_str(), ctx, s);
+    if (e.model->config.has_recurrent_state()) {  // what prefix reuse costs such a model (state_ring.h)
+      const uint64_t b = StateRing::snapshot_bytes(e.model->config);
+      std::fprintf(stderr, "ztvm: recurrent state %llu bytes (%.1f MiB) a snapshot; up to %u + 1 a sequence\n",
+                   (unsigned long long)b, b / 1048576.0, StateRing::kSnapshots);
+    }
   }
   return e;
 }

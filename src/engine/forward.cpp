@@ -285,6 +285,7 @@ void Forward::encode_pass(gpu::Recorder& rec, Head head, uint32_t pos0, uint32_t
     rec.copy(s_.step_slots, (uint64_t)slot * sizeof both + sizeof p, s_.step_last, 0, sizeof p);
   }
   graph(head).encode(rec, pos0, n_tokens, x_embedded_ && n_tokens == 1);
+  passes_++;
   x_embedded_ = (head == Head::LastSample || head == Head::LastRandom) && next_embedded_;
 }
 

@@ -67,6 +67,14 @@ class Forward {
   const gpu::Buffer& tokens() const { return s_.tokens; }  // [max_context] u32 sampled ids
   const Weights& weights() const { return *w_; }
   const Graph& graph(Head h);  // built on first use for Head::AllLogits
+  // The live recurrent state: each DeltaNet layer's conv window and delta-rule state (null buffers in
+  // other layers), which every pass advances. state_ring.h copies it out and back; `state_owner` is the
+  // ring whose sequence it holds, `passes()` counts the passes recorded, so a ring can tell whether
+  // anything ran since its own.
+  const std::vector<gpu::Buffer>& conv_state() const { return s_.conv_state; }
+  const std::vector<gpu::Buffer>& scan_state() const { return s_.scan_state; }
+  uint64_t passes() const { return passes_; }
+  class StateRing* state_owner = nullptr;
   gpu::Device& device() { return dev_; }
 
  private:
@@ -124,6 +132,7 @@ class Forward {
   bool built_[4] = {};
   bool next_embedded_ = false;  // the LastSample / LastRandom heads store the next step's embedding row
   bool x_embedded_ = false;     // ... and the last pass recorded was one, with no write_ids since
+  uint64_t passes_ = 0;         // passes recorded (passes())
 };
 
 // (cos, sin) of pos * theta_i for i < rot/2, with Llama-3 style per-frequency divisors when given.

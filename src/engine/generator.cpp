@@ -15,6 +15,7 @@ static double ms_since(Clock::time_point t0) { return std::chrono::duration<doub
 
 Generator::Generator(Forward& fwd, uint32_t ring, PagePool* pool) : fwd_(fwd), pool_(pool), depth_(ring) {
   grow_ring(std::max(ring, 2 * kAutoMaxSteps));
+  if (fwd.config().has_recurrent_state()) states_ = std::make_unique<StateRing>(fwd, cached_);
 }
 
 void Generator::grow_ring(uint32_t n) {
@@ -46,9 +47,28 @@ bool Generator::reserve(uint32_t n_tokens) {
   return true;
 }
 
-void Generator::release() {
+void Generator::reset() {
   cached_.clear();
+  if (states_) states_->clear();
+}
+
+void Generator::release() {
+  reset();
   if (pool_) pool_->give(pages_);
+}
+
+size_t Generator::rewind(size_t keep) {
+  if (states_) keep = states_->resume((uint32_t)keep);
+  cached_.resize(keep);
+  return keep;
+}
+
+// The last few chunk boundaries, so that a ring of size() keeps one older snapshot beside them (an
+// earlier turn's end). A one-token pass continues a generation: the live state covers it.
+void Generator::snapshot(gpu::Recorder& rec, size_t from, size_t at, uint32_t n, size_t end) {
+  if (!states_ || end - from < 2) return;
+  const size_t chunk = fwd_.max_chunk(), n_chunks = (end - from + chunk - 1) / chunk, i = (at - from) / chunk;
+  if (i + std::max<uint32_t>(1, states_->size() - 1) >= n_chunks) states_->save(rec, (uint32_t)(at + n));
 }
 
 void Generator::bind_pages(uint32_t n_tokens) {
@@ -78,7 +98,7 @@ void Generator::each_logits(const std::vector<int32_t>& ids, const std::function
   const uint32_t vocab = fwd_.config().vocab_size, chunk = fwd_.logits_rows();
   if (ids.size() > fwd_.max_context())
     throw std::runtime_error(std::to_string(ids.size()) + " tokens exceed the context of " + std::to_string(fwd_.max_context()));
-  cached_.clear();
+  rewind(0);
   bind_pages((uint32_t)ids.size());
   for (size_t at = 0; at < ids.size(); at += chunk) {
     uint32_t n = (uint32_t)std::min<size_t>(chunk, ids.size() - at);
@@ -90,6 +110,7 @@ void Generator::each_logits(const std::vector<int32_t>& ids, const std::function
     for (uint32_t r = 0; r < n; r++) row((uint32_t)at + r, l.data() + (size_t)r * vocab);
     cached_.insert(cached_.end(), ids.begin() + at, ids.begin() + at + n);
   }
+  if (states_) states_->ran();
   dev.check();
 }
 
@@ -103,15 +124,16 @@ std::vector<float> Generator::embedding(const std::vector<int32_t>& ids, Pooling
   const uint32_t d = fwd_.config().hidden_size, n_ids = (uint32_t)ids.size();
   bind_pages(n_ids);
   size_t keep = 0;  // positions whose keys and values are reused (always recompute the last)
-  if (pooling == Pooling::Last && !fwd_.config().has_recurrent_state())  // a DeltaNet state cannot be cut back
+  if (pooling == Pooling::Last)
     while (keep < cached_.size() && keep + 1 < ids.size() && cached_[keep] == ids[keep]) keep++;
-  cached_.resize(keep);
+  keep = rewind(keep);
   Pooler pool(pooling, d, n_ids);
   for (size_t at = keep; at < ids.size(); at += fwd_.max_chunk()) {
     const uint32_t n = (uint32_t)std::min<size_t>(fwd_.max_chunk(), ids.size() - at);
     fwd_.write_ids(ids.data() + at, n);
     gpu::Recorder rec(dev, "embedding");
     fwd_.encode(rec, Head::None, (uint32_t)at, n);
+    snapshot(rec, keep, at, n, ids.size());
     rec.submit();
     cached_.insert(cached_.end(), ids.begin() + at, ids.begin() + at + n);
     uint32_t first, count;
@@ -120,6 +142,7 @@ std::vector<float> Generator::embedding(const std::vector<int32_t>& ids, Pooling
     std::vector<float> rows = dev.read_as<float>(fwd_.hidden(), (uint64_t)count * d, (uint64_t)(first - at) * d * 4);
     pool.add(rows.data(), count);
   }
+  if (states_) states_->ran();
   dev.check();
   return pool.finish();
 }
@@ -134,12 +157,10 @@ void Generator::prefill(const std::vector<int32_t>& prompt, size_t end, uint32_t
   bind_pages((uint32_t)(prompt.size() + n_max));
   st.n_prompt = (uint32_t)prompt.size();
   // Prefix reuse: keep cached entries that match the prompt; always recompute at least the last token.
-  // Models with a recurrent state (gated DeltaNet) re-run from position 0: the state has advanced past
-  // the prefix (by every step issued, some past the stop), and nothing rewinds it.
+  // Models with a recurrent state (gated DeltaNet) go back to the newest state held inside that prefix.
   size_t keep = 0;
-  const bool rewinds = !fwd_.config().has_recurrent_state();
-  while (rewinds && keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
-  cached_.resize(keep);
+  while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) keep++;
+  keep = rewind(keep);
   const uint32_t chunk = fwd_.max_chunk();
   for (size_t at = keep; at < end; at += chunk) {
     uint32_t n = (uint32_t)std::min<size_t>(chunk, end - at);
@@ -147,11 +168,13 @@ void Generator::prefill(const std::vector<int32_t>& prompt, size_t end, uint32_t
     fwd_.write_ids(prompt.data() + at, n);
     gpu::Recorder rec(fwd_.device(), "prefill");
     fwd_.encode(rec, last ? last_head : Head::None, (uint32_t)at, n, 0);
+    snapshot(rec, keep, at, n, end);
     if (last && last_head != Head::None) rec.copy(fwd_.ids(), 0, ring_[0], 0, 4);
     rec.submit();
     cached_.insert(cached_.end(), prompt.begin() + at, prompt.begin() + at + n);
     st.n_prefilled += n;
   }
+  if (states_) states_->ran();
 }
 
 GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n_max,
@@ -225,9 +248,11 @@ GenerateStats Generator::generate(const std::vector<int32_t>& prompt, uint32_t n
     if (!on_token(tok) || st.n_generated >= n_max) stop = true;
   }
   st.decode_ms = ms_since(t_first);
-  // The cache now holds the prompt and every generated token but the last (it was never fed back).
-  const std::vector<uint32_t> gen = dev.read_as<uint32_t>(fwd_.tokens(), st.n_generated);
-  for (uint32_t i = 0; i + 1 < st.n_generated; i++) cached_.push_back((int32_t)gen[i]);
+  // The cache now holds the prompt and every token the steps fed back: all generated but the last,
+  // with those of steps drained past a stop, since the KV cache and the recurrent state took them too.
+  const std::vector<uint32_t> gen = dev.read_as<uint32_t>(fwd_.tokens(), issued);
+  for (uint32_t i = 0; i + 1 < issued; i++) cached_.push_back((int32_t)gen[i]);
+  if (states_) states_->ran();
   return st;
 }
 
@@ -271,6 +296,7 @@ GenerateStats Generator::generate_ruled(const std::vector<int32_t>& prompt, uint
     tok = next;
   }
   if (st.n_generated) st.decode_ms = ms_since(t_first);
+  if (states_) states_->ran();
   return st;
 }
 

@@ -3,12 +3,14 @@
 // ids back through a ring of mapped buffers a few steps behind, instead of waiting on every token.
 #pragma once
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "engine/embedding.h"
 #include "engine/forward.h"
 #include "engine/kv_pages.h"
 #include "engine/sampling.h"
+#include "engine/state_ring.h"
 
 namespace ztvm {
 
@@ -31,8 +33,9 @@ class Generator {
   ~Generator();
 
   // Greedy generation of up to n_max tokens after `prompt`. on_token returns false to stop early.
-  // KV entries of a previous call that match the prompt's prefix are reused (not in models with a
-  // recurrent state: ModelConfig::has_recurrent_state; they re-run the prompt). With a `rule`, every
+  // KV entries of a previous call that match the prompt's prefix are reused; in models with a
+  // recurrent state (ModelConfig::has_recurrent_state) up to the newest snapshot of it inside that
+  // prefix (state_ring.h), the rest of the prompt replayed from there. With a `rule`, every
   // token is picked on the host among those it allows (sample_cpu.h), a step at a time; generation
   // also ends where the rule allows nothing.
   // A `tap` sees each step's logits and pick (the same host path as a rule).
@@ -50,9 +53,12 @@ class Generator {
   // token pooling reuses a cached prefix as generate() does; mean and cls read every pass from 0.
   std::vector<float> embedding(const std::vector<int32_t>& ids, Pooling pooling);
 
-  // Ids whose keys/values are in the cache, in order.
+  // Ids whose keys/values are in the cache, in order: after generate(), the prompt and every generated
+  // token that went back through the model, also those of steps run past a stop (not handed out).
   const std::vector<int32_t>& cached() const { return cached_; }
-  void reset() { cached_.clear(); }
+  void reset();
+  // Models with a recurrent state: the snapshots of it this generator holds (null for other models).
+  const StateRing* states() const { return states_.get(); }
 
   // Decode steps recorded into one submission (1: a submission a step; 0, the default: chosen as the
   // tokens come, auto_steps_per_submit). More save the GPU a submission's boundary per step (14-19 us
@@ -77,6 +83,12 @@ class Generator {
   // Checks, page binding and prefix reuse, then prompt[cached, end) through the model in chunks; the
   // last chunk with `last_head` (and its picked id copied to ring slot 0 unless the head is None).
   void prefill(const std::vector<int32_t>& prompt, size_t end, uint32_t n_max, Head last_head, GenerateStats& st);
+  // The cache cut to its first `keep` ids for a pass over new ones; with a recurrent state, cut further
+  // back to the newest state held at or before keep. Returns the cut.
+  size_t rewind(size_t keep);
+  // After the pass over ids [at, at + n) of a prompt's [from, end), recorded into rec: saves the state
+  // at the chunk boundaries a ring of snapshots keeps (the last few of the prompt, its end included).
+  void snapshot(gpu::Recorder& rec, size_t from, size_t at, uint32_t n, size_t end);
   GenerateStats generate_ruled(const std::vector<int32_t>& prompt, uint32_t n_max,
                                const std::function<bool(int32_t)>& on_token, const SamplingParams& sampling,
                                TokenConstraint* rule, const LogitsTap* tap);
@@ -87,6 +99,7 @@ class Generator {
   std::vector<uint32_t> pages_;
   std::vector<gpu::Buffer> ring_;
   std::vector<int32_t> cached_;
+  std::unique_ptr<StateRing> states_;  // models with a recurrent state
   uint32_t steps_per_submit_ = 0;
   uint32_t depth_;  // steps in flight with one a submission (the ring's size as constructed)
 };

@@ -31,9 +31,9 @@ struct Scheduler::Slot {
 
 Scheduler::Scheduler(Forward& fwd, uint32_t slots, uint32_t max_queue, uint32_t burst)
     : fwd_(fwd), pool_(fwd.kv_pages()), max_queue_(max_queue), burst_(std::max<uint32_t>(1, burst)) {
-  // One sequence at a time where the model carries a recurrent state: the Forward holds one (its
-  // DeltaNet layers'), which sequences side by side would overwrite for each other.
-  if (fwd.config().has_recurrent_state()) slots = 1;
+  // Models with a recurrent state too: the Forward holds one live state (its DeltaNet layers'), and
+  // each slot's generator parks its own in its ring of snapshots when another slot takes a turn
+  // (state_ring.h: two copies of the state a switch, 50 MiB for a Qwen3.5-4B-sized model).
   for (uint32_t i = 0; i < std::max<uint32_t>(1, slots); i++) slots_.push_back(std::make_unique<Slot>(fwd, pool_));
   pages_free_ = pool_.available();
   worker_ = std::thread([this] { run(); });

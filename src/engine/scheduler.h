@@ -3,7 +3,8 @@
 // Each of the `slots` sequences keeps its KV pages after a request ends; a new request takes the
 // idle slot whose cache shares the longest prefix with its prompt (prefix reuse across requests),
 // and idle caches are dropped, least recently used first, when the page pool runs short. Models
-// with a recurrent state (Qwen3.5's DeltaNet layers: one per Forward) run one slot, no prefix reuse.
+// with a recurrent state (Qwen3.5's DeltaNet layers) reuse a prefix up to a snapshot of that state,
+// and their slots take turns with the Forward's one live state (state_ring.h).
 #pragma once
 #include <atomic>
 #include <chrono>

@@ -93,7 +93,8 @@ struct ModelConfig {
   std::vector<LayerKind> layer_kinds;
   LayerKind layer(uint32_t l) const { return l < layer_kinds.size() ? layer_kinds[l] : LayerKind{}; }
   // Some layer carries a recurrent state (gated DeltaNet) that a pass advances and nothing rewinds: a
-  // sequence's cached prefix cannot be cut back, so callers reusing one re-run the prompt from 0.
+  // sequence's cached prefix cannot be cut back, so callers reusing one resume from a snapshot of
+  // the state (engine/state_ring.h), or from 0.
   bool has_recurrent_state() const {
     for (const LayerKind& k : layer_kinds)
       if (k.mixer == Mixer::GatedDeltaNet) return true;
