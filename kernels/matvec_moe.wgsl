@@ -9,6 +9,8 @@
 //   once a token, and the pairs after the first read them from the cache.
 // - by token (WTS = moe_wts_binding, one-token passes of the down projection): job i is token i, its
 //   K pairs at once (TT = K), each from its own expert's rows, summed weighted into y's row i.
+// XOUT = x_out_q8h (one-token gate|up, 32 rows a workgroup): h is stored as int8 units too, which the
+// down projection reads (no quantize_q8 between them).
 // X_PER_PAIR: pairs that share one x row (gate|up: the K experts of a token read its x; down: each
 // pair its own h row, 1). GATED as in gemm.wgsl (rows r and r + ROWS of the expert).
 //!include common
@@ -37,8 +39,8 @@ override GROUPS: u32 = 2u;
 override WG: u32 = 64u;     // GROUPS * LANES
 override Y_STRIDE: u32;     // ROWS
 const Y_OFFSET = 0u;
-const KEEP_SUMS = false;
-const XQ_BINDING = X_BINDINGS;
+const KEEP_SUMS = EMIT_Q8;
+const XQ_BINDING = X_BINDINGS + 2u;  // XOUT's int8 units, after ids and step
 
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;  // [pair][ROWS]
 @group(0) @binding(2) var<storage, read> w: array<vec4u>;
@@ -101,7 +103,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     } else {
       write_sums(&acc, lid, row0, 0u, nt, x_scale(), ROWS);
     }
-    workgroupBarrier();  // write_sums reads red after its barrier: the next chunk's sums wait for it
+    workgroupBarrier();
+    if (EMIT_Q8) {  // the workgroup's 32 rows of the pair's y are one unit (by pair: nt is 1)
+      let u = (chunk[0] * Y_STRIDE + (flat % ROW_GROUPS) * GROUPS * RPL) / 32u;
+      if (PACK8) {
+        let i = lid % 8u;
+        store_q8_vec4(u, i, lid < 8u, vec4f(kept[4u * i], kept[4u * i + 1u], kept[4u * i + 2u], kept[4u * i + 3u]));
+      } else if (lid == 0u) {
+        var v: array<vec4f, 8>;
+        for (var i = 0u; i < 8u; i++) { v[i] = vec4f(kept[4u * i], kept[4u * i + 1u], kept[4u * i + 2u], kept[4u * i + 3u]); }
+        store_q8(u, &v);
+      }
+    }  // write_sums reads red after its barrier: the next chunk's sums wait for it
   }
 }
 

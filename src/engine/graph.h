@@ -262,7 +262,9 @@ class GraphBuilder {
     bool rope_in_matvec = false, q_in_flash = false, q_in_decode = false, q_in_decode_split = false;
     // The experts' matmuls: gate|up reads the int8 units its x's norm stored (no quantize_q8); the
     // down projection's one-token passes do this moe_combine's weighted sum themselves (by token).
-    bool moe_x_made = false;
+    // One-token passes: gate|up also stores h as int8 units in hq/hs (moe_h_q8), which the down
+    // projection reads (moe_h_made), and that one's quantize_q8 skips them.
+    bool moe_x_made = false, moe_h_q8 = false, moe_h_made = false;
     size_t moe_combine = kNone;
   };
   std::vector<Fusion> fuse_;
@@ -273,6 +275,7 @@ class GraphBuilder {
   void fuse_rope_into_matvec(size_t i, const RopeArgs& r);
   void fuse_rope_into_attention(size_t i, const AttnArgs& a);
   void fuse_moe_x(size_t i, const MoeMatmulArgs& m);
+  void fuse_moe_h(size_t i, const MoeMatmulArgs& m);
   void fuse_moe_combine(size_t i, const MoeCombineArgs& c);
   bool reads_q8(const MatmulArgs& m) const;  // some part's matvec/GEMM reads x as int8 units
   bool read_after(size_t i, const gpu::Buffer* b) const;  // a node after i reads b before a norm rewrites it

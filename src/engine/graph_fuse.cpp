@@ -189,7 +189,8 @@ void GraphBuilder::fuse_rope_into_attention(size_t i, const AttnArgs& a) {
 // their quantize_q8. Between the two only the router's matmul and the route may run: they leave the
 // units alone (a quantized router's quantize_q8 would store the same ones).
 void GraphBuilder::fuse_moe_x(size_t i, const MoeMatmulArgs& m) {
-  if (!m.gate_up || !xq_ || !q8_x_type(m.e->gate_up_type)) return;
+  if (!m.gate_up) return fuse_moe_h(i, m);
+  if (!xq_ || !q8_x_type(m.e->gate_up_type)) return;
   for (size_t j = i; j-- > 0;) {
     if (const MatmulArgs* r = args<MatmulArgs>(j); r && r->x == m.x && r->y != m.x) continue;
     if (args<MoeRouteArgs>(j)) continue;
@@ -198,6 +199,18 @@ void GraphBuilder::fuse_moe_x(size_t i, const MoeMatmulArgs& m) {
     fuse_[i].moe_x_made = true;
     return;
   }
+}
+
+// One-token passes: the gate|up matvec stores each pair's h as int8 units too, a unit a workgroup
+// (32 rows), in hq/hs (xq holds its own x), and the down projection reads them there.
+void GraphBuilder::fuse_moe_h(size_t i, const MoeMatmulArgs& m) {
+  const MoeMatmulArgs* g = i > 0 ? args<MoeMatmulArgs>(i - 1) : nullptr;
+  const Experts& e = *m.e;
+  if (!g || !g->gate_up || g->y != m.x || g->e != m.e || !xq_ || !hq_ || !q8_x_type(e.gate_up_type) ||
+      !q8_x_type(e.down_type) || e.ff % 32 != 0 || (uint64_t)m.k * e.ff > std::min(hq_->size(), hs_->size() / 8 * 32))
+    return;
+  fuse_[i - 1].moe_h_q8 = true;
+  fuse_[i].moe_h_made = true;
 }
 
 // One-token passes: the experts' down projection sums its K pairs weighted into the combine's

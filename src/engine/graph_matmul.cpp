@@ -45,6 +45,9 @@ GraphBuilder::MatvecShape GraphBuilder::matvec_shape(const MatrixPart& p, const 
   const uint32_t turns = w.cols / 32;
   auto busy = [&](uint32_t l) { return (double)turns / (l * ((turns + l - 1) / l)); };
   uint32_t lanes = w.cols >= 4096 ? 128 : 32;
+  // A few hundred rows (a MoE router, 128 x 2048 F32 at 95 GB/s on the H100 with 32): too few
+  // lanes in flight to cover the memory's latency, so a lane a unit where there are 64 of them.
+  if (p.rows <= 512 && lanes == 32 && turns >= 64) lanes = 64;
   const bool halve = !from_norm && (p.type == GgmlType::Q4_0 || (p.type == GgmlType::Q6_K && p.rows >= 8192));
   if (halve && lanes <= 64 && busy(lanes / 2) > busy(lanes) + 0.1) lanes /= 2;
   const uint32_t rpl = p.rows >= 8192 ? 4 : p.rows >= 2048 ? 2 : 1;

@@ -52,7 +52,10 @@ void GraphBuilder::lower_moe_matmul(size_t i, const MoeMatmulArgs& a) {
     const uint64_t units = (uint64_t)q8_max_ * x_cols / 32;
     if (xq_->size() < units * 32 || xs_->size() < units * 8)
       throw ModelError("int8 x buffers hold " + std::to_string(xq_->size()) + " bytes, " + std::to_string(units * 32) + " needed");
-    if (!fuse_[i].moe_x_made) add_quantize_q8(*a.x, x_cols, true, q8_max_);  // every pass (always_single)
+    if (!fuse_[i].moe_x_made) {
+      add_quantize_q8(*a.x, x_cols, true, q8_max_);  // every pass (always_single) ...
+      g_.ops.back()->skip_one_token = fuse_[i].moe_h_made;  // ... but where gate|up stored h's units
+    }
   }
   // As a plain one-token matvec of these rows and columns (matvec_shape).
   MatrixPart part;
@@ -74,11 +77,13 @@ void GraphBuilder::lower_moe_matmul(size_t i, const MoeMatmulArgs& a) {
                             {"PACK8", pack8_snippet()}},
                            c};
   const gpu::Buffer& w = a.gate_up ? e.gate_up : e.down;
-  auto bind = [&](const gpu::Buffer& list) {
-    return int8_x ? std::vector<gpu::Binding>{*a.y, *xq_, w, *xs_, list, *step_}
-                  : std::vector<gpu::Binding>{*a.y, *a.x, w, list, *step_};
+  // One-token passes read x's units from hq/hs where gate|up stored them there (moe_h_made).
+  auto bind = [&](const gpu::Buffer& y, const gpu::Buffer& list, bool one_token) {
+    const bool h = one_token && fuse_[i].moe_h_made;
+    return int8_x ? std::vector<gpu::Binding>{y, h ? *hq_ : *xq_, w, h ? *hs_ : *xs_, list, *step_}
+                  : std::vector<gpu::Binding>{y, *a.x, w, list, *step_};
   };
-  MoeMatmulOp& op = add<MoeMatmulOp>(key, bind(*a.ids));
+  MoeMatmulOp& op = add<MoeMatmulOp>(key, bind(*a.y, *a.ids, true));
   op.k = a.k, op.experts = e.count, op.row_groups = op.main_row_groups = row_groups;
   op.bytes_per_expert = w.size() / e.count;
   op.main.role = (int8_x ? "matvec_moe_q8_" : "matvec_moe_") + snippet.substr(7) + (a.gate_up ? "_gated" : "");
@@ -89,7 +94,18 @@ void GraphBuilder::lower_moe_matmul(size_t i, const MoeMatmulArgs& a) {
   uint32_t tt = 4;
   while (tt > 1 && (2 * sh.rpl * tt > 32 || 2ull * sh.rpl * tt * (sh.groups * sh.lanes + 1) * 4 > 16384)) tt /= 2;
   gk.constants["TT"] = tt;
-  op.grouped = variant(gk, bind(*a.plan), "matvec_moe_grouped:" + a.y->label(), op.main.role + "_grouped");
+  op.grouped = variant(gk, bind(*a.y, *a.plan, false), "matvec_moe_grouped:" + a.y->label(), op.main.role + "_grouped");
+  if (fuse_[i].moe_h_q8) {
+    // By pair, storing h's int8 units: 32 rows a workgroup (8 groups of 4), the unit x_out_q8 packs.
+    gpu::KernelKey qk = key;
+    qk.includes["XOUT"] = "x_out_q8h";
+    qk.constants["RPL"] = 4, qk.constants["GROUPS"] = 8, qk.constants["LANES"] = 32, qk.constants["WG"] = 256;
+    op.main_row_groups = rows / 32;
+    qk.constants["ROW_GROUPS"] = op.main_row_groups;
+    std::vector<gpu::Binding> b = bind(*a.y, *a.ids, true);
+    b.push_back(*hq_), b.push_back(*hs_);
+    op.main = variant(qk, b, "matvec_moe_q8h:" + a.y->label(), op.main.role + "_q8");
+  }
   if (fuse_[i].moe_combine == kNone) return;
   // By token (one-token passes): the K pairs' sums of RPL rows each, 2 RPL K (WG + 1) floats of
   // workgroup memory within 16 KB; the output is the combine's, each pair weighted by wts.
@@ -101,8 +117,7 @@ void GraphBuilder::lower_moe_matmul(size_t i, const MoeMatmulArgs& a) {
   tk.constants["TT"] = a.k, tk.constants["RPL"] = rpl;
   op.main_row_groups = (rows + sh.groups * rpl - 1) / (sh.groups * rpl);
   tk.constants["ROW_GROUPS"] = op.main_row_groups;
-  std::vector<gpu::Binding> b = int8_x ? std::vector<gpu::Binding>{*cb.y, *xq_, w, *xs_, *a.ids, *step_}
-                                       : std::vector<gpu::Binding>{*cb.y, *a.x, w, *a.ids, *step_};
+  std::vector<gpu::Binding> b = bind(*cb.y, *a.ids, true);
   b.push_back(*cb.wts);
   op.main = variant(tk, b, "matvec_moe_combine:" + cb.y->label(), op.main.role + "_combine");
   op.by_token = true;
