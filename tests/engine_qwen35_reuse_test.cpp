@@ -17,6 +17,7 @@
 #include "engine/state_ring.h"
 #include "gpu_test_util.h"
 #include "model/model_file.h"
+#include "model/synth.h"
 #include "reference/model.h"
 
 using namespace ztvm;
@@ -181,24 +182,21 @@ INSTANTIATE_TEST_SUITE_P(Qwen35, Reuse,
                            return n + (std::get<1>(info.param) ? "_host" : "_gpu");
                          });
 
-// The ring's buffer is the live state's size; it is logged by ztvm (engine_setup.cpp). A
-// Qwen3.5-4B-sized model (24 DeltaNet layers of 32, 16 key heads and 32 value heads of 128, 4 taps)
-// would take 24 x (3 x 8192 + 32 x 128 x 128) x 4 bytes a snapshot.
+// The ring's buffer is the live state's size; ztvm logs it (engine_setup.cpp). Qwen3.5-4B's shape
+// (synth.cpp, from its config.json: 24 DeltaNet layers of 32, 16 key heads and 32 value heads of 128,
+// 4 taps) takes 24 x (3 x 8192 + 32 x 128 x 128) x 4 bytes a snapshot.
 TEST(StateRing, SnapshotBytes) {
   Rig& r = rig("qwen3.5-f16");
   uint64_t live = 0;
   for (size_t l = 0; l < r.fwd.conv_state().size(); l++) live += r.fwd.conv_state()[l].size() + r.fwd.scan_state()[l].size();
   EXPECT_EQ(StateRing::snapshot_bytes(r.m->config), live);
-  ModelConfig c;
-  c.num_hidden_layers = 32;
-  for (uint32_t l = 0; l < 32; l++) c.layer_kinds.push_back({l % 4 == 3 ? Mixer::GatedAttention : Mixer::GatedDeltaNet});
-  c.linear_conv_kernel_dim = 4;
-  c.linear_num_key_heads = 16, c.linear_key_head_dim = 128, c.linear_num_value_heads = 32, c.linear_value_head_dim = 128;
-  const uint64_t b = StateRing::snapshot_bytes(c);
-  std::printf("  snapshot: qwen3.5 fixture %llu bytes, moe fixture %llu bytes, a Qwen3.5-4B shape %llu bytes (%.2f MiB)\n",
+  const uint64_t b4 = StateRing::snapshot_bytes(synth_shape("qwen3.5-4b"));
+  const uint64_t b35 = StateRing::snapshot_bytes(synth_shape("qwen3.6-35b-a3b"));
+  std::printf("  snapshot: qwen3.5 fixture %llu bytes, moe fixture %llu; Qwen3.5-4B %llu (%.2f MiB), Qwen3.6-35B-A3B "
+              "%llu (%.2f MiB)\n",
               (unsigned long long)live, (unsigned long long)StateRing::snapshot_bytes(rig("qwen3.5-moe-f16").m->config),
-              (unsigned long long)b, b / 1048576.0);
-  EXPECT_EQ(b, 24ull * (3 * 8192 + 32 * 128 * 128) * 4);
+              (unsigned long long)b4, b4 / 1048576.0, (unsigned long long)b35, b35 / 1048576.0);
+  EXPECT_EQ(b4, 24ull * (3 * 8192 + 32 * 128 * 128) * 4);
 }
 
 // Models without a recurrent state keep no snapshots.
