@@ -169,6 +169,9 @@ static int run_bench(int argc, char** argv) {
       ->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
   app.add_option("-n,--n-gen", n_gens, "tokens to generate (a comma list: a case each)")
       ->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
+  std::vector<std::string> case_specs;
+  app.add_option("--case", case_specs,
+                 "DEPTH:PROMPT:GEN, a case; repeat it for several in one model load, instead of the -d x -p x -n product");
   app.add_option("-r,--runs", f.runs, "measured runs")->check(CLI::Range(1u, 1000u));
   app.add_option("--warmup", f.warmup, "unmeasured runs first (0: none, whatever --warmup-ms says)");
   app.add_option("--warmup-ms", f.warmup_ms, "and more unmeasured runs until this much wall time has passed");
@@ -190,6 +193,15 @@ static int run_bench(int argc, char** argv) {
   for (uint32_t d : depths)
     for (uint32_t p : n_prompts)
       for (uint32_t n : n_gens) cases.push_back({d, p, n});
+  if (!case_specs.empty()) cases.clear();
+  for (const std::string& spec : case_specs) {  // a big model loads once for all of them (bench/run_h200.sh)
+    unsigned d, p, n;
+    char end;
+    if (std::sscanf(spec.c_str(), "%u:%u:%u%c", &d, &p, &n, &end) != 3 || p == 0 || n == 0 || p > (1u << 20) ||
+        n > (1u << 20) || d > (1u << 24))
+      throw std::runtime_error("bench: --case '" + spec + "' is not DEPTH:PROMPT:GEN (prompt and gen at least 1)");
+    cases.push_back({d, p, n});
+  }
   auto need = [](const BenchCase& c) { return c.depth + c.n_prompt + c.n_gen + 1; };
   uint32_t ctx_needed = 0;
   for (const BenchCase& c : cases) ctx_needed = std::max(ctx_needed, need(c));
