@@ -4,12 +4,15 @@
 // loaded into workgroup memory; then every thread runs 8 dot4I8Packed per (row, token) of its
 // micro-tile and unit, and w_combine applies the scales. GATED as in
 // gemm.wgsl: virtual rows 0..31 are gate rows, 32..63 the same rows of up.
+// TILES says what a token tile is: the pass's next 64 tokens (gemm_tiles_dense.wgsl), or up to 64
+// (token, expert) pairs of one expert (gemm_moe_tiles.wgsl), with the x and y rows of each slot.
 //!include common
 //!include WEIGHT
 //!include x_q8
 //!include DOT
 //!include gemm_store
 //!include HOUT h_out_f32
+//!include TILES gemm_tiles_dense
 
 override ROWS: u32;           // output rows (per half when GATED)
 override COLS: u32;           // input width, a multiple of 32
@@ -70,22 +73,22 @@ struct Staged {
 // in memory, so a warp's loads cover whole sectors; workgroup memory holds them [unit][row] (or
 // [unit][token]) for the products: slot(i).
 fn slot(i: u32) -> u32 { return (i % UPS) * 64u + i / UPS; }
-fn stage(s: u32, i: u32, rt: u32, t0: u32, n_tokens: u32) -> Staged {
+fn stage(s: u32, i: u32, rt: u32, tile: Tile) -> Staged {
   var st = Staged(vec4u(0u), vec4u(0u), vec2f(0.0));
   if (i < 64u * UPS) {
     let u = s * UPS + i % UPS;
     let v = i / UPS;  // virtual row
     let r = real_row(rt, v);
     if (u < COLS / 32u && r < ROWS) {
-      let wu = w_load((r + select(0u, ROWS, GATED && v >= 32u)) * w_row_bytes(), u);
+      let wu = w_load((tile.row0 + r + select(0u, ROWS, GATED && v >= 32u)) * w_row_bytes(), u);
       st = Staged(w_gemm_codes(wu.lo), w_gemm_codes(wu.hi), w_floats(wu));
     }
   } else {
     let j = i - 64u * UPS;
     let u = s * UPS + j % UPS;
-    let t = t0 + j / UPS;
-    if (u < COLS / 32u && t < n_tokens) {
-      let xu = x_unit(t, u);
+    let t = tile.t0 + j / UPS;
+    if (u < COLS / 32u && t < tile.end) {
+      let xu = x_unit(x_row(t), u);
       st = Staged(xu.lo, xu.hi, vec2f(xu.d, xu.d * xu.s));
     }
   }
@@ -113,26 +116,28 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let ks = flat_group(wid, nwg) % KSPLIT;  // neighbouring groups: the same tile, other K ranges
   let g = flat_group(wid, nwg) / KSPLIT;
   let rt = g % row_tiles;
-  let t0 = (g / row_tiles) * 64u;
-  let n_tokens = step.n_tokens;
+  let tile = gemm_tile(g / row_tiles, lid);
+  let t0 = tile.t0;
+  let n_tokens = tile.end;  // slots t0 .. n_tokens - 1
   if (t0 >= n_tokens) { return; }
   let tr = micro_tile(lid).x;  // row group (gemm_store.wgsl)
   let tt = micro_tile(lid).y;  // token lane: tokens tt, tt + 16, tt + 32, tt + 48
   var acc: array<vec4f, 4>;  // [row j][token m]
+  let live = min(4u, (n_tokens - t0 + 15u - tt) / 16u);  // SKIP_EMPTY: the thread's slots before end
   let steps = (COLS / 32u + UPS - 1u) / UPS;
   let s_begin = ks * steps / KSPLIT;
   let s_end = (ks + 1u) * steps / KSPLIT;
   var next: array<Staged, 2>;  // 128 UPS units per step: SPT per thread
   if (!LOWREG) {
-    for (var k = 0u; k < SPT; k++) { next[k] = stage(s_begin, lid + 256u * k, rt, t0, n_tokens); }
+    for (var k = 0u; k < SPT; k++) { next[k] = stage(s_begin, lid + 256u * k, rt, tile); }
   }
   for (var s = s_begin; s < s_end; s++) {
     for (var k = 0u; k < SPT; k++) {
-      if (LOWREG) { put(lid + 256u * k, stage(s, lid + 256u * k, rt, t0, n_tokens)); } else { put(lid + 256u * k, next[k]); }
+      if (LOWREG) { put(lid + 256u * k, stage(s, lid + 256u * k, rt, tile)); } else { put(lid + 256u * k, next[k]); }
     }
     workgroupBarrier();
     if (!LOWREG && s + 1u < s_end) {
-      for (var k = 0u; k < SPT; k++) { next[k] = stage(s + 1u, lid + 256u * k, rt, t0, n_tokens); }
+      for (var k = 0u; k < SPT; k++) { next[k] = stage(s + 1u, lid + 256u * k, rt, tile); }
     }
     for (var uu = 0u; uu < UPS; uu++) {
       if (LOWREG) {
@@ -140,6 +145,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         var wc: array<vec4u, 4>;
         for (var j = 0u; j < 4u; j++) { wc[j] = wlo[uu * 64u + vrow(tr, j)]; }
         for (var m = 0u; m < 4u; m++) {
+          if (SKIP_EMPTY && m >= live) { continue; }
           let xl = xlo[uu * 64u + tt + 16u * m];
           for (var j = 0u; j < 4u; j++) { lo[j][m] = dot16(wc[j], xl); }
         }
@@ -149,6 +155,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
           wfl[j] = wf[uu * 64u + vrow(tr, j)];
         }
         for (var m = 0u; m < 4u; m++) {
+          if (SKIP_EMPTY && m >= live) { continue; }
           let t = uu * 64u + tt + 16u * m;
           let xh = xhi[t];
           let x2 = xf[t];
@@ -166,6 +173,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         wff[j] = wf[v];
       }
       for (var m = 0u; m < 4u; m++) {
+        if (SKIP_EMPTY && m >= live) { continue; }
         let t = uu * 64u + tt + 16u * m;
         let xl = xlo[t];
         let xh = xhi[t];
@@ -187,7 +195,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (KSPLIT > 1u) {
       store_partial(&acc, m, t, rt, tr, ks, n_tokens);
     } else {
-      store_token(&acc, m, t, rt, tr);
+      store_token(&acc, m, y_row(t), rt, tr);
     }
   }
 }

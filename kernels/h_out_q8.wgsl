@@ -44,7 +44,7 @@ fn store_h_q8(acc: ptr<function, array<vec4f, ACC_LEN>>, rt: u32, tr: u32, tt: u
   let q1 = vec4i(round(vec4f(v[4], v[5], v[6], v[7]) * scale));
   wf[lid].y = f32(q0.x + q0.y + q0.z + q0.w + q1.x + q1.y + q1.z + q1.w);
   let t = t0 + tl;
-  let u = t * (ROWS / 32u) + rt;
+  let u = y_row(t) * (ROWS / 32u) + rt;  // the slot's row of h (TILES)
   if (t < n_tokens) {
     hq[4u * u + p] = vec2u(pack4xI8(q0), pack4xI8(q1));  // a token's 4 threads: its unit's 32 bytes
   }

@@ -1,7 +1,10 @@
 // The plan of a pass's expert matvecs (matvec_moe.wgsl GROUPED): its n x K (token, expert) pairs
 // listed by expert. One workgroup: counts per expert, their offsets, the experts chosen at all (in
 // expert order), then each pair into its expert's part of the list (in any order there: each pair's
-// output is its own). plan = [E + 1] offsets | [E] chosen experts | their count | [n K] pairs.
+// output is its own). plan = [E + 1] offsets | [E] chosen experts | their count | [n K] pairs |
+// the tile count | [tiles] (expert, first, end): each chosen expert's part of the list in tiles of up
+// to 64 pairs, in expert order, for the experts' GEMM (gemm_moe_tiles.wgsl). A pass has at most
+// ceil(n K / 64) + min(E, n K) tiles (GraphBuilder::moe_plan_bytes), which sizes its grid on the host.
 //!include common
 
 override E: u32;
@@ -15,6 +18,7 @@ const MAX_E = 1024u;
 
 var<workgroup> count: array<atomic<u32>, MAX_E>;
 var<workgroup> offset: array<u32, MAX_E>;
+var<workgroup> first_tile: array<u32, MAX_E>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32) {
@@ -26,10 +30,13 @@ fn main(@builtin(local_invocation_index) lid: u32) {
   if (lid == 0u) {
     var at = 0u;
     var chosen = 0u;
+    var tiles = 0u;
     for (var e = 0u; e < E; e++) {
       let c = atomicLoad(&count[e]);
       plan[e] = at;
       offset[e] = at;
+      first_tile[e] = tiles;
+      tiles += (c + 63u) / 64u;
       if (c > 0u) {
         plan[E + 1u + chosen] = e;
         chosen++;
@@ -38,9 +45,20 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     }
     plan[E] = at;
     plan[2u * E + 1u] = chosen;
+    plan[2u * E + 2u + pairs] = tiles;
   }
   workgroupBarrier();
-  for (var e = lid; e < E; e += WG) { atomicStore(&count[e], 0u); }
+  let tile_list = 2u * E + 3u + pairs;
+  for (var e = lid; e < E; e += WG) {
+    let c = atomicLoad(&count[e]);
+    for (var i = 0u; i < c; i += 64u) {
+      let at = tile_list + 3u * (first_tile[e] + i / 64u);
+      plan[at] = e;
+      plan[at + 1u] = offset[e] + i;
+      plan[at + 2u] = offset[e] + min(i + 64u, c);
+    }
+    atomicStore(&count[e], 0u);
+  }
   workgroupBarrier();
   for (var p = lid; p < pairs; p += WG) {
     let e = ids[p];

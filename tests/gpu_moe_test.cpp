@@ -2,7 +2,9 @@
 // (moe_route.wgsl) with ties, more experts than a workgroup's threads, and both weightings; and a
 // whole sparse FFN — route, the experts' gate|up and down matvecs over their stacked rows
 // (matvec_moe.wgsl), the weighted sum (moe_combine.wgsl) — for every expert type the forward pass
-// reads, in passes of one token, a few and more than the int8 matvec's token groups.
+// reads, in passes of one token, a few and more than the int8 matvec's token groups; and passes long
+// enough for the experts' int8 GEMM (gemm_q8.wgsl on moe_sort's tiles, gemm_moe_tiles.wgsl), with h
+// kept as int8 units between gate|up and down where hq holds every pass's pairs.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -70,9 +72,10 @@ struct TestExperts {
 };
 
 // The sparse FFN of T tokens on the GPU, as forward.cpp lists it after the router's matmul.
+// long_h: hq/hs hold max_tokens tokens' pairs of h (the GEMMs' int8 h), else one token's.
 std::vector<float> run_ffn(gpu::Kernels& k, const TestExperts& x, const std::vector<float>& xb,
-                           const std::vector<float>& logits, uint32_t T, uint32_t K, std::string* roles) {
-  const uint32_t d = x.gpu.hidden, ff = x.gpu.ff, max_tokens = 80;
+                           const std::vector<float>& logits, uint32_t T, uint32_t K, bool long_h, std::string* roles) {
+  const uint32_t d = x.gpu.hidden, ff = x.gpu.ff, max_tokens = 160, h_tokens = long_h ? max_tokens : 1;
   gpu::Buffer xbuf = upload("test.xb", xb), lb = upload("test.logits", logits), step = step_buffer(0, T);
   gpu::Buffer ids = device().buffer("test.ids", T * K * 4), wts = device().buffer("test.wts", T * K * 4);
   gpu::Buffer plan = device().buffer("test.plan", GraphBuilder::moe_plan_bytes(x.gpu.count, K, T));
@@ -80,11 +83,13 @@ std::vector<float> run_ffn(gpu::Kernels& k, const TestExperts& x, const std::vec
   gpu::Buffer y = device().buffer("test.y", (size_t)T * d * 4);
   gpu::Buffer xq = device().buffer("test.xq", (size_t)max_tokens * K * std::max(d, ff));
   gpu::Buffer xs = device().buffer("test.xs", (size_t)max_tokens * K * std::max(d, ff) / 32 * 8);
-  gpu::Buffer hq = device().buffer("test.hq", (size_t)K * ff), hs = device().buffer("test.hs", (size_t)K * ff / 32 * 8);
+  gpu::Buffer hq = device().buffer("test.hq", (size_t)h_tokens * K * ff);
+  gpu::Buffer hs = device().buffer("test.hs", (size_t)h_tokens * K * ff / 32 * 8);
   Graph g;
   GraphBuilder b(k, g, step);
   b.use_q8_x(xq, xs, max_tokens, 4, 2, 16);
   b.use_q8_h(hq, hs);  // one-token passes: gate|up stores h's int8 units there for down
+  b.use_q8_gemm(true);  // long passes: the experts' GEMM (graph_moe.cpp add_moe_gemm)
   b.moe_route(ids, wts, plan, lb, x.gpu.count, K, true);
   b.moe_matmul(h, xbuf, ids, plan, x.gpu, true, K).moe_matmul(ys, h, ids, plan, x.gpu, false, K);
   b.moe_combine(y, ys, wts, d, K).finish();
@@ -109,16 +114,23 @@ TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
   const bool int8 = int8_dot_type(t);
   const uint32_t ff = block_elems(t) == 32 ? 160 : 256, d = block_elems(t) == 32 ? 288 : 256;
   gpu::Kernels k(device());
-  // 3 of 6 experts; and 8 of 16 (Qwen3-MoE's k) for two types: the one-token down projection sums
-  // 8 pairs in a workgroup.
-  struct Shape { uint32_t E, K, T; };
-  std::vector<Shape> shapes = {{6, 3, 1}, {6, 3, 3}, {6, 3, 70}};  // 70: experts of up to ~50 pairs, in chunks of TT
-  if (t == GgmlType::Q4_K || t == GgmlType::F32) shapes.insert(shapes.end(), {{16, 8, 1}, {16, 8, 5}});
+  // 3 of 6 experts; and 8 of 16 (Qwen3-MoE's k) for some types: the one-token down projection sums
+  // 8 pairs in a workgroup, and 70 or 130 tokens run the experts' GEMM (n k >= 4 E) on experts of
+  // none to 130 pairs (tiles of 64: one full, some part full). long_h: h as int8 units between them.
+  struct Shape { uint32_t E, K, T; bool long_h; };
+  std::vector<Shape> shapes = {{6, 3, 1, false}, {6, 3, 3, false}, {6, 3, 70, false}};  // 70: experts of up to ~50 pairs
+  if (t == GgmlType::Q4_K || t == GgmlType::F32) shapes.insert(shapes.end(), {{16, 8, 1, false}, {16, 8, 5, false}});
+  if (t == GgmlType::Q4_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::IQ4_XS)
+    shapes.insert(shapes.end(), {{16, 8, 70, false}, {16, 8, 130, true}});
   std::unique_ptr<TestExperts> experts;
-  for (const auto [E, K, T] : shapes) {
+  for (const auto [E, K, T, long_h] : shapes) {
     if (!experts || experts->gpu.count != E) experts = std::make_unique<TestExperts>(t, E, ff, d);
     const TestExperts& x = *experts;
-    const std::vector<float> xb = random_vec((size_t)T * d, 40 + T), logits = random_vec((size_t)T * E, 50 + T, 2.f);
+    const std::vector<float> xb = random_vec((size_t)T * d, 40 + T);
+    std::vector<float> logits = random_vec((size_t)T * E, 50 + T, 2.f);
+    if (E == 16) {  // expert 0 chosen by every token (130 pairs: three tiles), 14 and 15 by none
+      for (uint32_t t0 = 0; t0 < T; t0++) logits[t0 * E] = 8.f, logits[t0 * E + 14] = logits[t0 * E + 15] = -30.f;
+    }
     // The twin: per token its route, each expert's gate|up on x (as int8 units where the GPU reads
     // them so), then down on h (so too), summed with the router's weights.
     std::vector<double> want((size_t)T * d, 0.0);
@@ -135,7 +147,7 @@ TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
       }
     }
     std::string roles;
-    const std::vector<float> got = run_ffn(k, x, xb, logits, T, K, &roles);
+    const std::vector<float> got = run_ffn(k, x, xb, logits, T, K, long_h, &roles);
     const std::string at = std::string(type_name(t)) + " T=" + std::to_string(T) + " K=" + std::to_string(K);
     const std::string s = weight_snippet(t).substr(7);
     // One token by pair, its down projection by token with the weighted sum in it; more grouped by
@@ -144,8 +156,17 @@ TEST_P(MoeTypeTest, SparseFfnMatchesCpuTwin) {
     // int8: the gate|up matvec of one token stores h's int8 units too, so no quantize_q8 before down.
     const std::string quantize = int8 ? " quantize_q8" : "", down = T == 1 ? "_combine" : "_grouped moe_combine";
     const std::string gated = T == 1 ? (int8 ? "_gated_q8" : "_gated") : "_gated_grouped";
-    EXPECT_EQ(roles, "moe_route" + sort + quantize + " matvec_moe_" + q8 + s + gated + (T == 1 ? "" : quantize) +
-                         " matvec_moe_" + q8 + s + down) << at;
+    // Passes of n k >= 4 E pairs (int8 types): the GEMM, h as int8 units where hq holds them (and four
+    // units a step fit the workgroup memory).
+    const bool gemm = int8 && T >= GraphBuilder::moe_gemm_min_tokens(E, K);
+    const bool h = gemm && long_h && device().limits().maxComputeWorkgroupStorageSize >= 4 * 5120 + 1024;
+    if (gemm) {
+      EXPECT_EQ(roles, "moe_route moe_sort quantize_q8 gemm_moe_q8_" + s + "_gated" + (h ? "_h" : " quantize_q8") +
+                           " gemm_moe_q8_" + s + " moe_combine") << at;
+    } else {
+      EXPECT_EQ(roles, "moe_route" + sort + quantize + " matvec_moe_" + q8 + s + gated + (T == 1 ? "" : quantize) +
+                           " matvec_moe_" + q8 + s + down) << at;
+    }
     // int8: h is quantized again for down, and an h the GPU sums a rounding apart may land on the other
     // side of a unit's step (1/127 of its max), a few in 50,000 at T=70: 3e-8 measured (one matmul: 1e-9).
     EXPECT_LT(nmse(got, std::vector<float>(want.begin(), want.end())), int8 ? 1e-7 : 1e-10) << at;

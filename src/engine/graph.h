@@ -3,6 +3,7 @@
 // each op's kernel variants (graph_ops.h), binding their buffers once; every later pass replays them. Replay allocates nothing: per-pass values (position, token count) live in
 // the `step` uniform buffers.
 #pragma once
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <memory>
@@ -169,9 +170,16 @@ class GraphBuilder {
                           const gpu::Buffer& logits, uint32_t experts, uint32_t k, bool norm_topk);
   GraphBuilder& moe_matmul(const gpu::Buffer& y, const gpu::Buffer& x, const gpu::Buffer& ids, const gpu::Buffer& plan,
                            const Experts& e, bool gate_up, uint32_t k);
+  // The plan: offsets, chosen experts and pairs by expert, then the experts' GEMM tiles (moe_sort.wgsl).
   static uint64_t moe_plan_bytes(uint32_t experts, uint32_t k, uint32_t max_tokens) {
-    return (2ull * experts + 2 + (uint64_t)k * max_tokens) * 4;
+    return (2ull * experts + 3 + (uint64_t)k * max_tokens + 3ull * moe_max_tiles(experts, k, max_tokens)) * 4;
   }
+  // The most tiles of up to 64 pairs of one expert a pass of n tokens has: ceil(n k / 64) + min(E, n k).
+  static uint32_t moe_max_tiles(uint32_t experts, uint32_t k, uint32_t n) {
+    return (k * n + 63) / 64 + std::min(experts, k * n);
+  }
+  // The shortest pass whose experts run the GEMM (gemm_moe_tiles.wgsl) instead of the grouped matvec.
+  static uint32_t moe_gemm_min_tokens(uint32_t experts, uint32_t k);
   GraphBuilder& moe_combine(const gpu::Buffer& y, const gpu::Buffer& ys, const gpu::Buffer& wts, uint32_t d, uint32_t k);
   // Gated DeltaNet (Qwen3.5, graph_deltanet.cpp): nk key heads of dk (q and k), nv value heads of dv;
   // value head h reads key head h % nk when tiled (llama.cpp's order), else h / (nv / nk) (HF's);
@@ -277,6 +285,8 @@ class GraphBuilder {
   void fuse_moe_x(size_t i, const MoeMatmulArgs& m);
   void fuse_moe_h(size_t i, const MoeMatmulArgs& m);
   void fuse_moe_combine(size_t i, const MoeCombineArgs& c);
+  // Long passes: the experts' gate|up GEMM at node g stores h as int8 units for the down GEMM after it.
+  bool moe_gemm_h(size_t g) const;
   bool reads_q8(const MatmulArgs& m) const;  // some part's matvec/GEMM reads x as int8 units
   bool read_after(size_t i, const gpu::Buffer* b) const;  // a node after i reads b before a norm rewrites it
   static bool all_q8(const Matrix& w);
@@ -304,6 +314,8 @@ class GraphBuilder {
   void lower_copy(size_t i, const CopyArgs& a);
   void lower_moe_route(const MoeRouteArgs& a);
   void lower_moe_matmul(size_t i, const MoeMatmulArgs& a);
+  void add_moe_gemm(size_t i, const MoeMatmulArgs& a, MoeMatmulOp& op, const std::string& snippet, bool int8_x,
+                    size_t quantize_op);
   void lower_moe_combine(size_t i, const MoeCombineArgs& a);
   void lower_deltanet_conv(const DeltaConvArgs& a);
   void lower_deltanet_scan(const DeltaScanArgs& a);

@@ -78,6 +78,8 @@ void MoeMatmulOp::encode(gpu::Recorder& rec, const Pass& p) const {
   const uint32_t n = p.n_tokens;
   if (n == 1 || !grouped) return main.run(rec, (by_token ? 1 : k) * n * main_row_groups, bytes_per_expert * k * n);
   const uint32_t jobs = std::min(experts, k * n);
+  if (gemm && gemm_min && n >= gemm_min)
+    return gemm.run(rec, GraphBuilder::moe_max_tiles(experts, k, n) * gemm_row_tiles, bytes_per_expert * jobs);
   grouped.run(rec, jobs * row_groups, bytes_per_expert * jobs);
 }
 

@@ -139,6 +139,10 @@ struct MoeMatmulOp : Op {
   uint32_t main_row_groups = 0;                 // ... of `main`
   bool by_token = false;                        // main's jobs are tokens (the down projection with the combine)
   uint64_t bytes_per_expert = 0;  // for profiles' GB/s
+  // Passes of gemm_min+ tokens (0: none): gemm_q8.wgsl on moe_sort's tiles of up to 64 pairs of one
+  // expert, gemm_row_tiles workgroups a tile, the grid sized for the most tiles a pass can have.
+  Variant gemm;
+  uint32_t gemm_min = 0, gemm_row_tiles = 0;
   void encode(gpu::Recorder& rec, const Pass& p) const override;
 };
 
