@@ -24,13 +24,14 @@ find "$B" -mindepth 1 -maxdepth 1 ! -name llamacpp-bin -exec rm -rf {} +
 # symbol table that linking uses is kept.
 strip -o "$B/ztvm" "$BUILD/ztvm"
 strip --strip-unneeded -o "$B/libwebgpu_wrapper.so" "$BUILD/libwebgpu_wrapper.so"
-gzip -1 "$B/ztvm" "$B/libwebgpu_wrapper.so"
+xz -9e -T2 "$B/ztvm" "$B/libwebgpu_wrapper.so"  # xz, not gzip: 3 MB less, which the llama.cpp source needs
 cp -L "$(ldd "$BUILD/ztvm" | awk '/libutf8proc.so.2/ {print $3}')" "$B/libutf8proc.so.2"
 # cpp-httplib (ztvm serve) and the brotli libraries it links, which a bare Ubuntu may lack; the
 # run scripts put $B on LD_LIBRARY_PATH because those are not ztvm's direct dependencies.
 for lib in libcpp-httplib.so.0.11 libbrotlidec.so.1 libbrotlienc.so.1 libbrotlicommon.so.1; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')" "$B/$lib"
 done
+xz -9e "$B/libutf8proc.so.2" "$B"/libcpp-httplib.so.* "$B"/libbrotli*.so.1
 git rev-parse --short=12 HEAD > "$B/ztvm-commit.txt"
 git diff --quiet HEAD -- src kernels CMakeLists.txt || sed -i 's/$/-dirty/' "$B/ztvm-commit.txt"
 

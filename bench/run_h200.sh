@@ -93,7 +93,8 @@ SMI_PID=$!
 # shellcheck source=bench/gpu_env.sh
 if [ -z "${SKIP_GPU_ENV:-}" ]; then source bench/gpu_env.sh || log "gpu_env.sh failed"; fi
 ZTVM=$B/ztvm
-for f in "$B/ztvm.gz" "$B/libwebgpu_wrapper.so.gz"; do [ -f "$f" ] && gunzip -f "$f"; done  # prepare.sh packs them
+for f in "$B/ztvm.gz" "$B/libwebgpu_wrapper.so.gz"; do [ -f "$f" ] && gunzip -f "$f"; done  # older packs
+for f in "$B"/*.xz; do [ "$f" = "$B/llamacpp-src.tar.xz" ] || xz -df "$f"; done  # prepare.sh packs them
 [ -f "$ZTVM" ] && chmod +x "$ZTVM"
 export LD_LIBRARY_PATH="$PWD/$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -x "$ZTVM" ] || log "ERROR: no ztvm binary at $ZTVM (run bench/prepare.sh before carrying .cache/bench)"
