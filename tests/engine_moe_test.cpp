@@ -98,8 +98,9 @@ TEST(Moe, GpuForwardMatchesTransformers) {
 
 // The GPU forward pass on quantized MoE files against the CPU reference on the same file, with its
 // int8-x twin (inputs of int8-dot matrices quantized as the GPU's matvecs read them): passes of the
-// whole prompt (experts grouped, moe_sort) and of one token (by pair), on the converted fixture and
-// a synth tiny-moe.
+// whole prompt (16 tokens x 2 of 4 experts: the experts' int8 GEMM on moe_sort's tiles, h kept as
+// int8 units between gate|up and down) and of one token (by pair), on the converted fixture and a
+// synth tiny-moe.
 TEST(Moe, GpuMatchesInt8CpuTwinOnQuantizedFiles) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ztvm_moe_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
